@@ -1,0 +1,108 @@
+"""Reverse-mode automatic differentiation: ``backward``, ``grad``, grad modes,
+custom :class:`Function`, and ``gradcheck``/``gradgradcheck``."""
+from __future__ import annotations
+
+from ..errors import EmberError
+from .function import Function, FunctionCtx
+from .grad_mode import (enable_grad, inference_mode, is_grad_enabled,
+                        is_inference_mode_enabled, no_grad, set_grad_enabled)
+from .graph import Node, run_backward
+
+__all__ = ["backward", "grad", "Function", "FunctionCtx", "no_grad", "enable_grad",
+           "set_grad_enabled", "inference_mode", "is_grad_enabled", "gradcheck",
+           "gradgradcheck", "Node"]
+
+
+def _as_list(x):
+    if x is None:
+        return None
+    if isinstance(x, (list, tuple)):
+        return list(x)
+    return [x]
+
+
+def _root_grads(outputs, grad_outputs, create_graph):
+    from ..ops.creation import ones_like
+    grads = _as_list(grad_outputs) or [None] * len(outputs)
+    if len(grads) != len(outputs):
+        raise EmberError(f"grad: got {len(grads)} grad_outputs for {len(outputs)} outputs")
+    result = []
+    for out, g in zip(outputs, grads):
+        if g is None:
+            if out.numel() != 1:
+                raise EmberError(f"grad can be implicitly created only for scalar outputs; "
+                                 f"got an output of shape {tuple(out.shape)}: pass "
+                                 "gradient= (or grad_outputs=) of the same shape")
+            g = ones_like(out)
+        elif tuple(g.shape) != tuple(out.shape):
+            raise EmberError(f"Mismatch in shape: grad_output has a shape of "
+                             f"{tuple(g.shape)} and output has a shape of {tuple(out.shape)}")
+        elif not create_graph:
+            g = g.detach()
+        result.append(g)
+    return result
+
+
+def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
+             create_graph: bool = False, inputs=None) -> None:
+    """Accumulate gradients of ``tensors`` into the ``.grad`` of graph leaves.
+
+    Args:
+        tensors: tensor(s) to differentiate.
+        grad_tensors: the gradient w.r.t. each tensor (None for one-element tensors).
+        retain_graph: keep saved tensors for another backward (default: create_graph).
+        create_graph: record the backward computation for higher-order gradients.
+        inputs: if given, only these leaves get ``.grad``.
+    """
+    outputs = _as_list(tensors)
+    if retain_graph is None:
+        retain_graph = create_graph
+    grads = _root_grads(outputs, grad_tensors, create_graph)
+    if inputs is None:
+        run_backward(outputs, grads, retain_graph, create_graph)
+        return
+    inputs = _as_list(inputs)
+    found = run_backward(outputs, grads, retain_graph, create_graph, inputs=inputs,
+                         allow_unused=True)
+    for t, g in zip(inputs, found):
+        if g is not None:
+            g = g if create_graph else g.detach()
+            t.grad = g.clone() if t.grad is None else t.grad + g
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
+         create_graph: bool = False, allow_unused: bool | None = None,
+         materialize_grads: bool = False):
+    """Return the gradients of ``outputs`` with respect to ``inputs`` (no ``.grad`` touched).
+
+    >>> x = ember.tensor(2.0, requires_grad=True)
+    >>> (g,) = ember.autograd.grad(x ** 3, x, create_graph=True)   # 3x² = 12
+    >>> ember.autograd.grad(g, x)                                   # 6x = 12
+    (tensor(12.),)
+    """
+    outputs = _as_list(outputs)
+    inputs = _as_list(inputs)
+    for i, t in enumerate(inputs):
+        if not t.requires_grad:
+            raise EmberError(f"grad: input {i} (shape {tuple(t.shape)}) does not require grad")
+    if retain_graph is None:
+        retain_graph = create_graph
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    grads = _root_grads(outputs, grad_outputs, create_graph)
+    result = run_backward(outputs, grads, retain_graph, create_graph, inputs=inputs,
+                          allow_unused=allow_unused)
+    if materialize_grads:
+        from ..ops.creation import zeros_like
+        result = tuple(zeros_like(t) if g is None else g for t, g in zip(inputs, result))
+    return result
+
+
+def gradcheck(*args, **kwargs):
+    from .gradcheck import gradcheck as _gradcheck
+    return _gradcheck(*args, **kwargs)
+
+
+def gradgradcheck(*args, **kwargs):
+    from .gradcheck import gradgradcheck as _gradgradcheck
+    return _gradgradcheck(*args, **kwargs)

@@ -1,0 +1,192 @@
+"""dtypes and PyTorch's type-promotion rules.
+
+A :class:`DType` wraps the backend's dtype (a NumPy dtype; ``bfloat16`` comes from
+``ml_dtypes``). Promotion follows PyTorch: categories bool < integer < floating, and
+Python scalars and 0-d tensors only raise the category, never the width, of dimensioned
+tensors (``int8_tensor + 5`` stays ``int8``; ``int32_tensor + 2.5`` is ``float32``).
+"""
+from __future__ import annotations
+
+import builtins as _builtins
+
+import numpy as np
+
+try:
+    import ml_dtypes as _ml_dtypes
+    _BF16 = np.dtype(_ml_dtypes.bfloat16)
+except ImportError:  # bfloat16 is then unavailable, everything else works
+    _ml_dtypes = None
+    _BF16 = None
+
+__all__ = ["DType", "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32",
+           "int64", "uint8", "bool", "half", "float", "double", "short", "int", "long",
+           "promote_types", "result_type", "get_default_dtype", "set_default_dtype", "as_dtype"]
+
+_BOOL, _INT, _FLOAT = 0, 1, 2
+
+
+class DType:
+    """A tensor element type, such as ``ember.float32``.
+
+    Attributes:
+        name: the short name (``"float32"``).
+        itemsize: bytes per element.
+        is_floating_point: True for float16, bfloat16, float32, float64.
+        is_signed: True unless uint8 or bool.
+    """
+    __slots__ = ("name", "np", "itemsize", "is_floating_point", "is_signed", "_category", "_rank")
+
+    def __init__(self, name: str, np_dtype, category: int, rank: int):
+        self.name = name
+        self.np = np_dtype
+        self.itemsize = np_dtype.itemsize if np_dtype is not None else 2
+        self.is_floating_point = category == _FLOAT
+        self.is_signed = name not in ("uint8", "bool")
+        self._category = category
+        self._rank = rank
+
+    @property
+    def is_complex(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return f"ember.{self.name}"
+
+    def __reduce__(self):
+        return (as_dtype, (self.name,))
+
+
+bool = DType("bool", np.dtype(np.bool_), _BOOL, 0)  # noqa: A001 - PyTorch's public name
+uint8 = DType("uint8", np.dtype(np.uint8), _INT, 1)
+int8 = DType("int8", np.dtype(np.int8), _INT, 1)
+int16 = DType("int16", np.dtype(np.int16), _INT, 2)
+int32 = DType("int32", np.dtype(np.int32), _INT, 3)
+int64 = DType("int64", np.dtype(np.int64), _INT, 4)
+float16 = DType("float16", np.dtype(np.float16), _FLOAT, 1)
+bfloat16 = DType("bfloat16", _BF16, _FLOAT, 1)
+float32 = DType("float32", np.dtype(np.float32), _FLOAT, 2)
+float64 = DType("float64", np.dtype(np.float64), _FLOAT, 3)
+
+half, float, double = float16, float32, float64  # noqa: A001
+short, int, long = int16, int32, int64  # noqa: A001
+
+ALL = (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+FLOATING = (float16, bfloat16, float32, float64)
+INTEGRAL = (uint8, int8, int16, int32, int64)
+
+_BY_NAME = {d.name: d for d in ALL}
+_BY_NAME.update(half=float16, float=float32, double=float64, short=int16, int=int32, long=int64)
+_BY_NP = {d.np: d for d in ALL if d.np is not None}
+
+
+def as_dtype(obj) -> DType:
+    """Return the ember dtype for a DType, a name, a NumPy dtype or a torch dtype."""
+    if isinstance(obj, DType):
+        return obj
+    if isinstance(obj, str):
+        name = obj.removeprefix("torch.").removeprefix("ember.")
+        if name in _BY_NAME:
+            return _BY_NAME[name]
+    elif obj is _builtins.float:
+        return get_default_dtype()
+    elif obj is _builtins.int:
+        return int64
+    elif obj is _builtins.bool:
+        return bool
+    else:
+        try:
+            found = _BY_NP.get(np.dtype(obj))
+        except TypeError:
+            found = _BY_NAME.get(str(obj).removeprefix("torch."))
+        if found is not None:
+            return found
+    raise TypeError(f"ember: unsupported dtype {obj!r}; expected one of "
+                    f"{', '.join(d.name for d in ALL)}")
+
+
+def _promote_ints(a: DType, b: DType) -> DType:
+    if a is uint8 and b is uint8:
+        return uint8
+    if a is uint8 or b is uint8:
+        other = b if a is uint8 else a
+        return int16 if other is int8 else other
+    return a if a._rank >= b._rank else b
+
+
+def promote_types(a: DType, b: DType) -> DType:
+    """The smallest dtype both ``a`` and ``b`` convert to without losing category.
+
+    >>> ember.promote_types(ember.uint8, ember.int8)
+    ember.int16
+    """
+    if a is b:
+        return a
+    if a._category != b._category:
+        return a if a._category > b._category else b
+    if a._category == _FLOAT:
+        if {a, b} == {float16, bfloat16}:
+            return float32
+        return a if a._rank >= b._rank else b
+    if a._category == _INT:
+        return _promote_ints(a, b)
+    return bool
+
+
+_default_dtype = float32
+
+
+def get_default_dtype() -> DType:
+    """The dtype of floating tensors made from Python floats (float32 unless changed)."""
+    return _default_dtype
+
+
+def set_default_dtype(dtype) -> None:
+    """Set the default floating dtype (float32 or float64, as in PyTorch)."""
+    global _default_dtype
+    dtype = as_dtype(dtype)
+    if not dtype.is_floating_point:
+        raise TypeError(f"set_default_dtype: only floating dtypes are allowed, got {dtype}")
+    _default_dtype = dtype
+
+
+def scalar_dtype(value) -> DType:
+    """The dtype PyTorch gives a Python scalar taking part in an op."""
+    if isinstance(value, _builtins.bool):
+        return bool
+    if isinstance(value, _builtins.int):
+        return int64
+    return _default_dtype
+
+
+def _combine(higher: DType | None, lower: DType | None) -> DType | None:
+    # PyTorch's combine_categories: a lower-priority group only wins on category.
+    if higher is None:
+        return lower
+    if lower is None or higher._category == _FLOAT:
+        return higher
+    if higher is bool or lower._category == _FLOAT:
+        return promote_types(higher, lower)
+    return higher
+
+
+def result_type(*operands) -> DType:
+    """The dtype of an elementwise op over ``operands`` (tensors and Python scalars).
+
+    Dimensioned tensors take priority over 0-d tensors, which take priority over Python
+    scalars; a lower group only changes the result when its category is higher.
+    """
+    dim = zero = scalar = None
+    for x in operands:
+        dt = getattr(x, "dtype", None)
+        if isinstance(dt, DType):
+            if x.ndim:
+                dim = dt if dim is None else promote_types(dim, dt)
+            else:
+                zero = dt if zero is None else promote_types(zero, dt)
+        elif x is not None:
+            dt = scalar_dtype(x)
+            scalar = dt if scalar is None else promote_types(scalar, dt)
+    out = _combine(dim, _combine(zero, scalar))
+    if out is None:
+        raise TypeError("result_type: expected at least one tensor or number")
+    return out

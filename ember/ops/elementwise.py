@@ -1,0 +1,496 @@
+"""Elementwise math: unary and binary arithmetic, powers, exponentials, trigonometry.
+
+Each op is a primitive over same-dtype inputs (the public function promotes first) with
+a VJP written in ember ops, so it differentiates to any order.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import dtypes as dt
+from ._promote import FLOAT, SAME, promote
+from .registry import AbstractValue, apply, register
+
+__all__ = ["cast", "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide",
+           "floor_divide", "remainder", "fmod", "pow", "float_power", "neg", "negative", "abs",
+           "absolute", "sign", "sgn", "exp", "exp2", "log", "log2", "log10", "log1p", "expm1",
+           "sqrt", "rsqrt", "square", "reciprocal", "sin", "cos", "tan", "asin", "acos",
+           "atan", "arcsin", "arccos", "arctan", "atan2", "arctan2", "sinh", "cosh", "tanh",
+           "sigmoid", "logit", "erf", "erfc", "floor", "ceil", "round", "trunc", "fix", "frac",
+           "maximum", "minimum", "fmax", "fmin", "lerp", "clamp", "clip", "nan_to_num",
+           "relu", "xlogy"]
+
+
+def _same_infer(*avals, **params):
+    shape = np.broadcast_shapes(*(a.shape for a in avals))
+    return AbstractValue(shape, avals[0].dtype)
+
+
+def _defop(name, forward, vjp, **flags):
+    flags.setdefault("infer", _same_infer)
+    return register(name, forward, vjp, **flags)
+
+
+def _unary(name, forward, vjp, kind=SAME, doc="", saves_outputs=False, float_vjp=True):
+    """Register a one-input op and return its public function."""
+    op = _defop(name, lambda xp, a: forward(xp, a), vjp, saves_outputs=saves_outputs,
+                saves_inputs=not saves_outputs)
+
+    def fn(input):
+        (x,), _ = promote(name, (input,), kind)
+        return apply(op, x)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"{doc}\n\n    >>> ember.{name}(ember.tensor([0.5, 1.0]))\n"
+    return fn
+
+
+def _binary(name, forward, vjp, kind=SAME, doc="", saves_inputs=True):
+    """Register a broadcasting two-input op and return its public function."""
+    op = _defop(name, lambda xp, a, b: forward(xp, a, b), vjp, broadcasting=True,
+                saves_inputs=saves_inputs)
+
+    def fn(input, other):
+        (a, b), _ = promote(name, (input, other), kind)
+        return apply(op, a, b)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"{doc}\n\n    >>> ember.{name}(ember.tensor([1.0, 2.0]), 3.0)\n"
+    return fn, op
+
+
+# dtype conversion ---------------------------------------------------------------------
+_CAST = register("cast", lambda xp, a, dtype: a.astype(dtype.np),
+                 lambda n, g: g, saves_inputs=False,
+                 infer=lambda a, dtype: AbstractValue(a.shape, dtype))
+
+
+def cast(input, dtype):
+    """``input`` converted to ``dtype`` (a new tensor; differentiable between floats)."""
+    return apply(_CAST, input, dtype=dt.as_dtype(dtype))
+
+
+# arithmetic ---------------------------------------------------------------------------
+_add, _ADD = _binary("add", lambda xp, a, b: xp.add(a, b), lambda n, g: (g, g),
+                     doc="input + other, broadcasting.", saves_inputs=False)
+_sub, _SUB = _binary("sub", lambda xp, a, b: xp.subtract(a, b), lambda n, g: (g, -g),
+                     doc="input - other, broadcasting.", saves_inputs=False)
+
+
+def _mul_vjp(n, g):
+    a, b = n.saved_inputs()
+    return (g * b if n.edges[0] else None), (g * a if n.edges[1] else None)
+
+
+mul, _MUL = _binary("mul", lambda xp, a, b: xp.multiply(a, b), _mul_vjp,
+                    doc="input * other, broadcasting.")
+
+
+def add(input, other, *, alpha=1):
+    """input + alpha * other, broadcasting and promoting dtypes.
+
+    >>> ember.add(ember.tensor([1.0, 2.0]), ember.tensor([10.0, 20.0]), alpha=2)
+    tensor([21., 42.])
+    """
+    if alpha != 1:
+        other = mul(other, alpha)
+    return _add(input, other)
+
+
+def sub(input, other, *, alpha=1):
+    """input - alpha * other, broadcasting and promoting dtypes."""
+    if alpha != 1:
+        other = mul(other, alpha)
+    return _sub(input, other)
+
+
+subtract, multiply = sub, mul
+
+
+def _div_vjp(n, g):
+    a, b = n.saved_inputs()
+    ga = g / b if n.edges[0] else None
+    gb = -g * a / (b * b) if n.edges[1] else None
+    return ga, gb
+
+
+_true_div, _DIV = _binary("div", lambda xp, a, b: xp.true_divide(a, b), _div_vjp, kind=FLOAT)
+
+
+def _zero_grads(n, g):
+    return tuple(None if e is None else g * 0 for e in n.edges)
+
+
+_floor_div, _ = _binary("floor_divide", lambda xp, a, b: xp.floor_divide(a, b), _zero_grads,
+                        doc="floor(input / other), rounding towards minus infinity.")
+_trunc_div, _ = _binary("trunc_divide",
+                        lambda xp, a, b: _trunc_divide(xp, a, b), _zero_grads)
+
+
+def _trunc_divide(xp, a, b):
+    if a.dtype.kind in "iub":
+        q = xp.floor_divide(a, b)
+        fix = (xp.remainder(a, b) != 0) & ((a < 0) != (b < 0))
+        return q + fix.astype(q.dtype)
+    return xp.trunc(xp.true_divide(a, b))
+
+
+def div(input, other, *, rounding_mode: str | None = None):
+    """input / other. ``rounding_mode`` None (true division, integers become float),
+    ``"trunc"`` (towards zero) or ``"floor"`` (towards minus infinity).
+
+    >>> ember.div(ember.tensor([-7, 7]), 2, rounding_mode="trunc")
+    tensor([-3,  3])
+    """
+    if rounding_mode is None:
+        return _true_div(input, other)
+    if rounding_mode == "floor":
+        return _floor_div(input, other)
+    if rounding_mode == "trunc":
+        return _trunc_div(input, other)
+    from ..errors import EmberError
+    raise EmberError(f"div: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
+
+
+divide = true_divide = div
+
+
+def floor_divide(input, other):
+    """floor(input / other), as Python's ``//``."""
+    return _floor_div(input, other)
+
+
+def _remainder_vjp(n, g):
+    a, b = n.saved_inputs()
+    return g, (-g * floor_divide(a, b) if n.edges[1] else None)
+
+
+remainder, _ = _binary("remainder", lambda xp, a, b: xp.remainder(a, b), _remainder_vjp,
+                       doc="Python's modulus: the result has the sign of ``other``.")
+
+
+def _fmod_vjp(n, g):
+    a, b = n.saved_inputs()
+    return g, (-g * div(a, b, rounding_mode="trunc") if n.edges[1] else None)
+
+
+fmod, _ = _binary("fmod", lambda xp, a, b: xp.fmod(a, b), _fmod_vjp,
+                  doc="C's fmod: the result has the sign of ``input``.")
+
+
+def _pow_vjp(n, g):
+    a, b = n.saved_inputs()
+    ga = gb = None
+    if n.edges[0]:
+        ga = g * b * pow(a, b - 1)
+        ga = where(b == 0, 0.0, ga)
+    if n.edges[1]:
+        gb = g * pow(a, b) * log(where(a == 0, 1.0, a))
+        gb = where((a == 0) & (b >= 0), 0.0, gb)
+    return ga, gb
+
+
+def _pow_forward(xp, a, b):
+    if a.dtype.kind in "iu" and (b < 0).any():
+        from ..errors import EmberError
+        raise EmberError("pow: integers to negative integer powers are not allowed")
+    return xp.power(a, b)
+
+
+pow, _POW = _binary("pow", _pow_forward, _pow_vjp,
+                    doc="input ** exponent, broadcasting.")
+
+
+def float_power(input, exponent):
+    """input ** exponent computed in float64."""
+    (a, b), _ = promote("float_power", (input, exponent))
+    return pow(cast(a, dt.float64), cast(b, dt.float64))
+
+
+def _maxmin_vjp(pick_first):
+    def vjp(n, g):
+        a, b = n.saved_inputs()
+        tie = (a == b)
+        half = where(tie, g * 0.5, g)
+        wins = (a > b) if pick_first else (a < b)
+        ga = where(wins | tie, half, 0.0) if n.edges[0] else None
+        gb = where(~wins | tie, where(tie, half, g), 0.0) if n.edges[1] else None
+        return ga, gb
+    return vjp
+
+
+maximum, _ = _binary("maximum", lambda xp, a, b: xp.maximum(a, b), _maxmin_vjp(True),
+                     doc="The larger of input and other, elementwise (NaN propagates).")
+minimum, _ = _binary("minimum", lambda xp, a, b: xp.minimum(a, b), _maxmin_vjp(False),
+                     doc="The smaller of input and other, elementwise (NaN propagates).")
+fmax, _ = _binary("fmax", lambda xp, a, b: xp.fmax(a, b), _maxmin_vjp(True),
+                  doc="The larger of input and other, ignoring NaN.")
+fmin, _ = _binary("fmin", lambda xp, a, b: xp.fmin(a, b), _maxmin_vjp(False),
+                  doc="The smaller of input and other, ignoring NaN.")
+
+
+def _atan2_vjp(n, g):
+    a, b = n.saved_inputs()
+    d = a * a + b * b
+    return g * b / d, -g * a / d
+
+
+atan2, _ = _binary("atan2", lambda xp, a, b: xp.arctan2(a, b), _atan2_vjp, kind=FLOAT,
+                   doc="The angle of the point (other, input), in radians.")
+arctan2 = atan2
+
+
+def _xlogy_vjp(n, g):
+    a, b = n.saved_inputs()
+    ga = g * where(a == 0, 0.0, log(b)) if n.edges[0] else None
+    gb = g * a / b if n.edges[1] else None
+    return ga, gb
+
+
+xlogy, _ = _binary("xlogy", lambda xp, a, b: xp.where(a == 0, 0, a * xp.log(b)).astype(a.dtype),
+                   _xlogy_vjp, kind=FLOAT, doc="input * log(other), 0 where input is 0.")
+
+
+# unary --------------------------------------------------------------------------------
+def _in(n):
+    return n.saved_inputs()[0]
+
+
+def _out(n):
+    return n.output(0)
+
+
+neg = _unary("neg", lambda xp, a: xp.negative(a), lambda n, g: -g, doc="-input.")
+negative = neg
+abs = _unary("abs", lambda xp, a: xp.abs(a), lambda n, g: g * sign(_in(n)), doc="|input|.")
+absolute = abs
+sign = _unary("sign", lambda xp, a: xp.sign(a) if a.dtype != bool else a.copy(),
+              lambda n, g: g * 0, doc="-1, 0 or 1 by the sign of input.")
+sgn = sign
+exp = _unary("exp", lambda xp, a: xp.exp(a), lambda n, g: g * _out(n), FLOAT, "e ** input.",
+             saves_outputs=True)
+exp2 = _unary("exp2", lambda xp, a: xp.exp2(a), lambda n, g: g * _out(n) * math.log(2.0),
+              FLOAT, "2 ** input.", saves_outputs=True)
+log = _unary("log", lambda xp, a: xp.log(a), lambda n, g: g / _in(n), FLOAT,
+             "Natural logarithm.")
+log2 = _unary("log2", lambda xp, a: xp.log2(a), lambda n, g: g / (_in(n) * math.log(2.0)),
+              FLOAT, "Base-2 logarithm.")
+log10 = _unary("log10", lambda xp, a: xp.log10(a), lambda n, g: g / (_in(n) * math.log(10.0)),
+               FLOAT, "Base-10 logarithm.")
+log1p = _unary("log1p", lambda xp, a: xp.log1p(a), lambda n, g: g / (_in(n) + 1), FLOAT,
+               "log(1 + input), accurate for small input.")
+expm1 = _unary("expm1", lambda xp, a: xp.expm1(a), lambda n, g: g * (_out(n) + 1), FLOAT,
+               "exp(input) - 1, accurate for small input.", saves_outputs=True)
+sqrt = _unary("sqrt", lambda xp, a: xp.sqrt(a), lambda n, g: g / (2 * _out(n)), FLOAT,
+              "Square root.", saves_outputs=True)
+rsqrt = _unary("rsqrt", lambda xp, a: xp.reciprocal(xp.sqrt(a)),
+               lambda n, g: g * -0.5 * pow(_out(n), 3), FLOAT, "1 / sqrt(input).",
+               saves_outputs=True)
+square = _unary("square", lambda xp, a: xp.square(a) if a.dtype != bool else a.astype(np.int64),
+                lambda n, g: g * 2 * _in(n), doc="input * input.")
+reciprocal = _unary("reciprocal", lambda xp, a: xp.reciprocal(a),
+                    lambda n, g: -g * square(_out(n)), FLOAT, "1 / input.", saves_outputs=True)
+sin = _unary("sin", lambda xp, a: xp.sin(a), lambda n, g: g * cos(_in(n)), FLOAT, "Sine.")
+cos = _unary("cos", lambda xp, a: xp.cos(a), lambda n, g: -g * sin(_in(n)), FLOAT, "Cosine.")
+tan = _unary("tan", lambda xp, a: xp.tan(a), lambda n, g: g * (1 + square(_out(n))), FLOAT,
+             "Tangent.", saves_outputs=True)
+asin = _unary("asin", lambda xp, a: xp.arcsin(a),
+              lambda n, g: g * rsqrt(1 - square(_in(n))), FLOAT, "Inverse sine.")
+acos = _unary("acos", lambda xp, a: xp.arccos(a),
+              lambda n, g: -g * rsqrt(1 - square(_in(n))), FLOAT, "Inverse cosine.")
+atan = _unary("atan", lambda xp, a: xp.arctan(a), lambda n, g: g / (1 + square(_in(n))),
+              FLOAT, "Inverse tangent.")
+arcsin, arccos, arctan = asin, acos, atan
+sinh = _unary("sinh", lambda xp, a: xp.sinh(a), lambda n, g: g * cosh(_in(n)), FLOAT,
+              "Hyperbolic sine.")
+cosh = _unary("cosh", lambda xp, a: xp.cosh(a), lambda n, g: g * sinh(_in(n)), FLOAT,
+              "Hyperbolic cosine.")
+tanh = _unary("tanh", lambda xp, a: xp.tanh(a), lambda n, g: g * (1 - square(_out(n))), FLOAT,
+              "Hyperbolic tangent.", saves_outputs=True)
+
+
+def _sigmoid_forward(xp, a):
+    # exp of a non-positive number only, so large |a| neither overflows nor warns
+    e = xp.exp(-xp.abs(a))
+    return xp.where(a >= 0, 1 / (1 + e), e / (1 + e)).astype(a.dtype, copy=False)
+
+
+def _sigmoid_vjp(n, g):
+    s = _out(n)
+    return g * s * (1 - s)
+
+
+sigmoid = _unary("sigmoid", _sigmoid_forward, _sigmoid_vjp, FLOAT, "1 / (1 + exp(-input)).",
+                 saves_outputs=True)
+relu = _unary("relu", lambda xp, a: xp.maximum(a, 0).astype(a.dtype, copy=False),
+              lambda n, g: g * (_out(n) > 0), doc="max(input, 0).", saves_outputs=True)
+
+
+def _erf_forward(xp, a):
+    if a.dtype == np.float64:
+        return np.frompyfunc(math.erf, 1, 1)(a).astype(np.float64)
+    # A rational approximation good to float32 precision on [-4, 4] (erf is ±1 beyond).
+    x = xp.clip(a.astype(np.float32), -4.0, 4.0)
+    x2 = x * x
+    p = np.float32(-2.72614225801306e-10)
+    for c in (2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
+              -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02):
+        p = p * x2 + np.float32(c)
+    q = np.float32(-1.45660718464996e-05)
+    for c in (-2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03,
+              -1.42647390514189e-02):
+        q = q * x2 + np.float32(c)
+    return (x * p / q).astype(a.dtype)
+
+
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+erf = _unary("erf", _erf_forward,
+             lambda n, g: g * _TWO_OVER_SQRT_PI * exp(-square(_in(n))), FLOAT,
+             "The error function.")
+erfc = _unary("erfc", lambda xp, a: np.frompyfunc(math.erfc, 1, 1)(a).astype(a.dtype),
+              lambda n, g: -g * _TWO_OVER_SQRT_PI * exp(-square(_in(n))), FLOAT,
+              "1 - erf(input), accurate where erf is close to 1.")
+
+
+def _logit_forward(xp, a, eps=None):
+    if eps is not None:
+        a = xp.clip(a, eps, 1 - eps)
+    return xp.log(a / (1 - a))
+
+
+def _logit_vjp(n, g):
+    x = _in(n)
+    eps = n.params["eps"]
+    grad = g / (x * (1 - x))
+    if eps is not None:
+        grad = where((x < eps) | (x > 1 - eps), 0.0, grad)
+    return grad
+
+
+_LOGIT = _defop("logit", _logit_forward, _logit_vjp)
+
+
+def logit(input, eps: float | None = None):
+    """log(p / (1 - p)); with ``eps``, p is first clamped to [eps, 1 - eps]."""
+    (x,), _ = promote("logit", (input,), FLOAT)
+    return apply(_LOGIT, x, eps=eps)
+
+
+def _rounding(name, fn, doc):
+    return _unary(name, lambda xp, a: a.copy() if a.dtype.kind in "iub" else fn(xp, a),
+                  lambda n, g: g * 0, doc=doc)
+
+
+floor = _rounding("floor", lambda xp, a: xp.floor(a), "Round down.")
+ceil = _rounding("ceil", lambda xp, a: xp.ceil(a), "Round up.")
+trunc = _rounding("trunc", lambda xp, a: xp.trunc(a), "Round towards zero.")
+fix = trunc
+_ROUND = _defop("round", lambda xp, a, decimals=0: a.copy() if a.dtype.kind in "iub"
+                else xp.round(a, decimals), lambda n, g: g * 0, saves_inputs=False)
+
+
+def round(input, *, decimals: int = 0):
+    """Round half to even, to ``decimals`` decimal places."""
+    return apply(_ROUND, input, decimals=decimals)
+
+
+def frac(input):
+    """input - trunc(input)."""
+    return input - trunc(input)
+
+
+def _nan_to_num_forward(xp, a, nan=0.0, posinf=None, neginf=None):
+    return xp.nan_to_num(a, nan=nan, posinf=posinf, neginf=neginf)
+
+
+_NAN_TO_NUM = _defop("nan_to_num", _nan_to_num_forward,
+                     lambda n, g: g * isfinite(_in(n)))
+
+
+def nan_to_num(input, nan: float = 0.0, posinf: float | None = None,
+               neginf: float | None = None):
+    """Replace NaN, +inf and -inf by ``nan``, ``posinf`` and ``neginf`` (default: the
+    dtype's largest and smallest finite values)."""
+    return apply(_NAN_TO_NUM, input, nan=nan, posinf=posinf, neginf=neginf)
+
+
+# three inputs ---------------------------------------------------------------------------
+def _where_vjp(n, g):
+    c = n.inputs[0]
+    zero = g * 0
+    return None, where(c, g, zero), where(c, zero, g)
+
+
+_WHERE = _defop("where", lambda xp, c, a, b: xp.where(c, a, b), _where_vjp,
+                broadcasting=True, saves_inputs=False,
+                infer=lambda c, a, b: AbstractValue(np.broadcast_shapes(c.shape, a.shape,
+                                                                        b.shape), a.dtype))
+
+
+def where(condition, input=None, other=None):
+    """Elements of ``input`` where ``condition`` is true, else of ``other``.
+    With only ``condition``, the same as ``nonzero(condition, as_tuple=True)``.
+
+    >>> ember.where(ember.tensor([True, False]), ember.tensor([1.0, 2.0]), 0.0)
+    tensor([1., 0.])
+    """
+    if input is None and other is None:
+        from .index import nonzero
+        return nonzero(condition, as_tuple=True)
+    from .logical import _as_bool
+    (a, b), _ = promote("where", (input, other))
+    return apply(_WHERE, _as_bool(condition, a), a, b)
+
+
+def _lerp_vjp(n, g):
+    s, e, w = n.saved_inputs()
+    return g * (1 - w), g * w, g * (e - s)
+
+
+_LERP = _defop("lerp", lambda xp, s, e, w: s + w * (e - s), _lerp_vjp, broadcasting=True)
+
+
+def lerp(input, end, weight):
+    """input + weight * (end - input)."""
+    (s, e, w), _ = promote("lerp", (input, end, weight))
+    return apply(_LERP, s, e, w)
+
+
+def _clamp_vjp(n, g):
+    x, lo, hi = n.saved_inputs()
+    zero = g * 0
+    return (where((x >= lo) & (x <= hi), g, zero), where(x < lo, g, zero),
+            where(x > hi, g, zero))
+
+
+_CLAMP = _defop("clamp", lambda xp, x, lo, hi: xp.minimum(xp.maximum(x, lo), hi), _clamp_vjp,
+                broadcasting=True)
+
+
+def clamp(input, min=None, max=None):
+    """Limit input to [min, max]; ``min``/``max`` may be numbers or tensors.
+
+    >>> ember.clamp(ember.tensor([-2.0, 0.5, 3.0]), min=0.0, max=1.0)
+    tensor([0.0000, 0.5000, 1.0000])
+    """
+    if min is None and max is None:
+        from ..errors import EmberError
+        raise EmberError("clamp: at least one of 'min' or 'max' must not be None")
+    given = [input] + [v for v in (min, max) if v is not None]
+    tensors, dtype = promote("clamp", given)
+    x, bounds = tensors[0], iter(tensors[1:])
+    info = np.finfo(dtype.np) if dtype.is_floating_point else np.iinfo(dtype.np)
+    from ._promote import scalar_tensor
+    lo = next(bounds) if min is not None else scalar_tensor(-np.inf if dtype.is_floating_point
+                                                            else info.min, dtype, x.device)
+    hi = next(bounds) if max is not None else scalar_tensor(np.inf if dtype.is_floating_point
+                                                            else info.max, dtype, x.device)
+    return apply(_CLAMP, x, lo, hi)
+
+
+clip = clamp
+
+
+def isfinite(input):
+    from .logical import isfinite as _isfinite
+    return _isfinite(input)

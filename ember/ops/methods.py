@@ -1,0 +1,150 @@
+"""Attach the op functions to :class:`~ember.Tensor` as methods, operators and in-place
+variants (``x.exp()``, ``x + y``, ``x.add_(y)``)."""
+from __future__ import annotations
+
+from ..tensor import Tensor
+from . import creation, elementwise as ew, index, logical as lg, reduce, shape
+from .inplace import inplace
+
+# Methods that are the same function with the tensor first.
+_METHODS = {}
+
+
+def _collect(module):
+    for name in module.__all__:
+        _METHODS[name] = getattr(module, name)
+
+
+for _m in (ew, lg, reduce, shape):
+    _collect(_m)
+for _skip in ("cast", "broadcast_shapes", "broadcast_tensors", "sum_to", "cat", "concat",
+              "concatenate", "stack", "hstack", "vstack", "dstack", "atleast_1d",
+              "atleast_2d", "atleast_3d"):
+    _METHODS.pop(_skip, None)
+
+
+def register_methods(module, skip=()) -> None:
+    """Attach the functions in ``module.__all__`` as Tensor methods (used by op files
+    that load later)."""
+    for name in module.__all__:
+        if name not in skip and not hasattr(Tensor, name):
+            setattr(Tensor, name, getattr(module, name))
+
+
+def _swap(fn):
+    return lambda self, other: fn(other, self)
+
+
+def _inplace_method(fn, name):
+    def method(self, *args, **kwargs):
+        others = [a for a in args if isinstance(a, Tensor)] + \
+                 [v for v in kwargs.values() if isinstance(v, Tensor)]
+        return inplace(name, self, lambda x: fn(x, *args, **kwargs), others)
+    method.__name__ = name
+    method.__doc__ = f"In-place version of :meth:`{fn.__name__}`."
+    return method
+
+
+def _install():
+    for name, fn in _METHODS.items():
+        if not hasattr(Tensor, name) or name in ("abs", "round"):
+            setattr(Tensor, name, fn)
+    ops = {
+        "__add__": ew.add, "__radd__": _swap(ew.add), "__sub__": ew.sub,
+        "__rsub__": _swap(ew.sub), "__mul__": ew.mul, "__rmul__": _swap(ew.mul),
+        "__truediv__": ew.div, "__rtruediv__": _swap(ew.div),
+        "__floordiv__": ew.floor_divide, "__rfloordiv__": _swap(ew.floor_divide),
+        "__mod__": ew.remainder, "__rmod__": _swap(ew.remainder),
+        "__pow__": ew.pow, "__rpow__": _swap(ew.pow),
+        "__neg__": ew.neg, "__pos__": lambda self: self, "__abs__": ew.abs,
+        "__eq__": lg.eq, "__ne__": lg.ne, "__lt__": lg.lt, "__le__": lg.le, "__gt__": lg.gt,
+        "__ge__": lg.ge, "__and__": lg.bitwise_and, "__rand__": _swap(lg.bitwise_and),
+        "__or__": lg.bitwise_or, "__ror__": _swap(lg.bitwise_or),
+        "__xor__": lg.bitwise_xor, "__rxor__": _swap(lg.bitwise_xor),
+        "__invert__": lg.bitwise_not, "__getitem__": index.getitem,
+        "__setitem__": index.setitem,
+    }
+    for name, fn in ops.items():
+        setattr(Tensor, name, fn)
+
+    inplace_ops = {
+        "add_": ew.add, "sub_": ew.sub, "mul_": ew.mul, "div_": ew.div, "pow_": ew.pow,
+        "clamp_": ew.clamp, "clip_": ew.clamp, "neg_": ew.neg, "abs_": ew.abs,
+        "exp_": ew.exp, "log_": ew.log, "sqrt_": ew.sqrt, "rsqrt_": ew.rsqrt,
+        "sigmoid_": ew.sigmoid, "tanh_": ew.tanh, "relu_": ew.relu, "sin_": ew.sin,
+        "cos_": ew.cos, "floor_": ew.floor, "ceil_": ew.ceil, "round_": ew.round,
+        "trunc_": ew.trunc, "sign_": ew.sign, "reciprocal_": ew.reciprocal,
+        "square_": ew.square, "remainder_": ew.remainder, "fmod_": ew.fmod,
+        "floor_divide_": ew.floor_divide, "lerp_": ew.lerp, "maximum_": ew.maximum,
+        "minimum_": ew.minimum, "nan_to_num_": ew.nan_to_num, "erf_": ew.erf,
+        "log1p_": ew.log1p, "expm1_": ew.expm1, "logit_": ew.logit,
+        "__iadd__": ew.add, "__isub__": ew.sub, "__imul__": ew.mul, "__itruediv__": ew.div,
+        "__ifloordiv__": ew.floor_divide, "__imod__": ew.remainder, "__ipow__": ew.pow,
+        "__iand__": lg.bitwise_and, "__ior__": lg.bitwise_or, "__ixor__": lg.bitwise_xor,
+    }
+    for name, fn in inplace_ops.items():
+        setattr(Tensor, name, _inplace_method(fn, name))
+
+    Tensor.new_zeros = lambda self, *size, dtype=None, device=None, requires_grad=False: \
+        creation.zeros(*size, dtype=dtype or self.dtype, device=device or self.device,
+                       requires_grad=requires_grad)
+    Tensor.new_ones = lambda self, *size, dtype=None, device=None, requires_grad=False: \
+        creation.ones(*size, dtype=dtype or self.dtype, device=device or self.device,
+                      requires_grad=requires_grad)
+    Tensor.new_empty = lambda self, *size, dtype=None, device=None, requires_grad=False: \
+        creation.empty(*size, dtype=dtype or self.dtype, device=device or self.device,
+                       requires_grad=requires_grad)
+    Tensor.new_full = lambda self, size, fill_value, dtype=None, device=None, \
+        requires_grad=False: creation.full(size, fill_value, dtype=dtype or self.dtype,
+                                           device=device or self.device,
+                                           requires_grad=requires_grad)
+    Tensor.new_tensor = lambda self, data, dtype=None, device=None, requires_grad=False: \
+        creation.tensor(data, dtype=dtype or self.dtype, device=device or self.device,
+                        requires_grad=requires_grad)
+
+
+def _fill_forward_method(self, value):
+    """Fill with ``value`` in place."""
+    from ._promote import scalar_tensor
+    if isinstance(value, Tensor):
+        if value.ndim:
+            from ..errors import EmberError
+            raise EmberError(f"fill_: only supports 0-dimension value tensor but got tensor "
+                             f"with {value.ndim} dimensions")
+        v = value.to(self.dtype)
+    else:
+        v = scalar_tensor(value, self.dtype, self.device)
+
+    def direct(arr):
+        arr[...] = v._data
+    return inplace("fill_", self, lambda x: shape.expand(v, tuple(x.shape)).clone(), (v,),
+                   direct)
+
+
+def _zero_(self):
+    """Fill with zeros in place."""
+    return _fill_forward_method(self, 0)
+
+
+def _copy_(self, src, non_blocking: bool = False):
+    """Copy ``src`` (broadcast, cast to this dtype) into this tensor in place."""
+    def compute(x):
+        s = src.to(device=x.device, dtype=x.dtype)
+        return shape.expand(s, tuple(x.shape)).clone()
+
+    def direct(arr):
+        arr[...] = src.to(device=self.device, dtype=self.dtype)._data
+    return inplace("copy_", self, compute, (src,), direct)
+
+
+def _masked_fill_(self, mask, value):
+    from . import elementwise
+    return inplace("masked_fill_", self, lambda x: elementwise.where(mask, value, x),
+                   (value,) if isinstance(value, Tensor) else ())
+
+
+_install()
+Tensor.fill_ = _fill_forward_method
+Tensor.zero_ = _zero_
+Tensor.copy_ = _copy_
+Tensor.clone = shape.clone

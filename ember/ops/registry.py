@@ -1,0 +1,193 @@
+"""The op registry: every primitive is one :class:`Op`, defined once.
+
+An op has a forward written against the backend's array module (``xp``), a
+vector-Jacobian product written with ember ops (so gradients of gradients work and the
+compiler can trace it), and a shape/dtype rule. :func:`apply` runs an op eagerly and,
+when a gradient is needed, records a :class:`~ember.autograd.graph.Node` on the tape.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ..autograd import grad_mode
+from ..autograd.graph import Node, edge_of
+from ..errors import EmberError, EmberIndexError, ShapeError, describe
+
+OPS: dict[str, "Op"] = {}
+
+
+class Op:
+    """A primitive.
+
+    Args:
+        name: the registry name (``"add"``); the grad_fn shows ``AddBackward0``.
+        forward: ``forward(xp, *arrays, **params)`` returning an array (or a tuple of
+            arrays when ``n_outputs > 1``).
+        vjp: ``vjp(node, grad)`` returning a gradient (ember Tensor or None) per input;
+            ``node.saved_inputs()``, ``node.output(i)`` and ``node.params`` give what the
+            forward saw. None marks the op as not differentiable.
+        infer: ``infer(*avals, **params)`` returning ``(shape, dtype)`` (or a tuple of
+            them) without computing anything; defaults to evaluating the forward on
+            zero-stride placeholder arrays.
+        saves_inputs: the VJP reads the inputs' values (enables the in-place check).
+        saves_outputs: the VJP reads the outputs' values.
+        broadcasting: inputs broadcast, so gradients are summed back to input shapes.
+        is_view: the output shares memory with the first input.
+        dynamic_shape: the output shape depends on the values (``nonzero``, ``unique``).
+    """
+    __slots__ = ("name", "forward", "vjp", "infer", "n_outputs", "saves_inputs",
+                 "saves_outputs", "broadcasting", "is_view", "dynamic_shape", "grad_name",
+                 "explain")
+
+    def __init__(self, name: str, forward: Callable, vjp: Callable | None = None, *,
+                 infer: Callable | None = None, n_outputs: int = 1,
+                 saves_inputs: bool = True, saves_outputs: bool = False,
+                 broadcasting: bool = False, is_view: bool = False,
+                 dynamic_shape: bool = False, explain: Callable | None = None):
+        self.name = name
+        self.forward = forward
+        self.vjp = vjp
+        self.infer = infer
+        self.n_outputs = n_outputs
+        self.saves_inputs = saves_inputs
+        self.saves_outputs = saves_outputs
+        self.broadcasting = broadcasting
+        self.is_view = is_view
+        self.dynamic_shape = dynamic_shape
+        self.explain = explain
+        self.grad_name = "".join(p.capitalize() for p in name.split("_")) + "Backward0"
+
+    def __repr__(self) -> str:
+        return f"<ember op {self.name}>"
+
+
+def register(name: str, forward: Callable, vjp: Callable | None = None, **flags) -> Op:
+    """Create an :class:`Op` and add it to the registry under ``name``."""
+    if name in OPS:
+        raise ValueError(f"op {name!r} is already registered")
+    op = OPS[name] = Op(name, forward, vjp, **flags)
+    return op
+
+
+def defvjp(op: Op):
+    """Decorator that sets ``op``'s VJP (lets the VJP use ops defined after it)."""
+    def deco(fn):
+        op.vjp = fn
+        return fn
+    return deco
+
+
+def apply(op: Op, *inputs, **params):
+    """Run ``op`` on tensors ``inputs``; record it on the tape when a grad is needed."""
+    from ..tensor import Tensor
+    first = inputs[0]
+    device = first._device
+    for t in inputs:
+        if t._device is not device:
+            raise EmberError(f"{op.name}: expected all tensors on the same device, got "
+                             f"{first._device} and {t._device}")
+        if t._base is not None and t._view_version != t._version[0]:
+            t._refresh_view_node()  # its base changed in place since it was made
+    try:
+        out = op.forward(device.backend.xp, *[t._data for t in inputs], **params)
+    except EmberError:
+        raise
+    except Exception as exc:  # NumPy's message, restated as an ember error
+        raise _forward_error(op, inputs, params, exc) from None
+
+    record = grad_mode._state.enabled and op.vjp is not None
+    if record:
+        record = False
+        for t in inputs:
+            if t._requires_grad:
+                record = True
+                break
+    if op.n_outputs == 1:
+        res = Tensor._make(out, device)
+        if op.is_view:
+            _link_view(res, first, op, params)
+        if record and res._dtype.is_floating_point:
+            _record(op, inputs, params, (res,), out if op.saves_outputs else None)
+        return res
+    results = tuple(Tensor._make(o, device) for o in out)
+    if record:
+        outs = tuple(r for r in results if r._dtype.is_floating_point)
+        if outs:
+            _record(op, inputs, params, results, out if op.saves_outputs else None)
+    return results
+
+
+def _record(op, inputs, params, results, out_data):
+    edges = tuple(edge_of(t) for t in inputs)
+    if op.n_outputs == 1 and out_data is not None:
+        out_data = (out_data,)
+    node = Node(op, inputs, edges, params, out_data)
+    for i, r in enumerate(results):
+        if r._dtype.is_floating_point:
+            r._node, r._out_index, r._requires_grad = node, i, True
+
+
+def _link_view(res, src, op, params):
+    res._version = src._version
+    res._base = src if src._base is None else src._base
+    res._view_src = (src, op, params)
+    res._view_version = src._version[0]
+
+
+def _forward_error(op, inputs, params, exc):
+    if op.explain is not None:
+        message = op.explain(inputs, params)
+        if message:
+            return ShapeError(f"{op.name}: {message}")
+    text = str(exc)
+    cls = EmberIndexError if isinstance(exc, IndexError) else ShapeError
+    if isinstance(exc, TypeError):
+        cls = EmberError
+    if "broadcast" in text:
+        shapes = " and ".join(str(tuple(t.shape)) for t in inputs)
+        return ShapeError(f"{op.name}: shapes {shapes} cannot be broadcast together")
+    if "read-only" in text:
+        return EmberError(f"{op.name}: cannot write into a tensor whose elements share "
+                          "memory (an expand()ed tensor); call .clone() first")
+    given = describe(inputs)
+    extra = ", ".join(f"{k}={v!r}" for k, v in params.items() if not _is_array(v))
+    return cls(f"{op.name}: invalid arguments ({given}{', ' + extra if extra else ''}): {text}")
+
+
+def _is_array(v) -> bool:
+    return hasattr(v, "shape") and hasattr(v, "dtype") or isinstance(v, tuple) and \
+        any(hasattr(x, "shape") for x in v)
+
+
+# Shape and dtype rules ----------------------------------------------------------------
+class AbstractValue:
+    """A shape and a dtype: what the tracer knows about a value."""
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape, dtype):
+        self.shape = tuple(shape)
+        self.dtype = dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __repr__(self) -> str:
+        return f"AbstractValue({self.shape}, {self.dtype})"
+
+
+def infer(op: Op, *avals, **params):
+    """Shapes and dtypes of ``op``'s outputs for inputs described by ``avals``."""
+    if op.dynamic_shape:
+        raise EmberError(f"{op.name}: the output shape depends on the input values")
+    if op.infer is not None:
+        return op.infer(*avals, **params)
+    from ..dtypes import as_dtype
+    dummies = [np.broadcast_to(np.zeros((), a.dtype.np), a.shape) for a in avals]
+    out = op.forward(np, *dummies, **params)
+    if op.n_outputs == 1:
+        out = np.asarray(out)
+        return AbstractValue(out.shape, as_dtype(out.dtype))
+    return tuple(AbstractValue(np.shape(o), as_dtype(np.asarray(o).dtype)) for o in out)

@@ -1,0 +1,444 @@
+"""The Tensor: a backend array plus dtype, device, and its place on the autograd tape.
+
+Math methods (``x.sum()``, ``x + y``, ``x.view(...)``) are the functions of
+``ember.ops``, attached in ``ember/ops/methods.py``; this file holds what a tensor *is*.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import dtypes as _dt
+from .autograd import grad_mode
+from .autograd.graph import RemovableHandle, run_backward
+from .backends import CPU, device as _device
+from .errors import EmberError, EmberTypeError
+
+_ndarray = np.ndarray
+_BY_NP = _dt._BY_NP
+
+
+class Tensor:
+    """A multi-dimensional array with autograd.
+
+    Make tensors with :func:`ember.tensor`, :func:`ember.zeros`, :func:`ember.randn`,
+    etc. A tensor that ``requires_grad`` records the ops applied to it, and
+    ``loss.backward()`` fills the ``.grad`` of the leaves.
+
+    >>> x = ember.tensor([1.0, 2.0], requires_grad=True)
+    >>> (x * x).sum().backward()
+    >>> x.grad
+    tensor([2., 4.])
+    """
+    __slots__ = ("_data", "_dtype", "_device", "_requires_grad", "_node", "_out_index",
+                 "grad", "_version", "_base", "_view_src", "_view_version", "_hooks",
+                 "_retains_grad", "__weakref__")
+    __array_priority__ = 1000  # so ndarray + Tensor defers to Tensor.__radd__
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("ember.Tensor is not constructed directly; use ember.tensor(data), "
+                        "ember.empty(shape) or ember.zeros(shape)")
+
+    @classmethod
+    def _make(cls, data, device=CPU, requires_grad: bool = False) -> "Tensor":
+        """Wrap a backend array (no copy)."""
+        if data.__class__ is not _ndarray:
+            data = device.backend.asarray(data)
+        t = object.__new__(cls)
+        t._data = data
+        try:
+            t._dtype = _BY_NP[data.dtype]
+        except KeyError:
+            raise EmberTypeError(f"ember: unsupported dtype {data.dtype}; expected one of "
+                                 f"{', '.join(d.name for d in _dt.ALL)}") from None
+        t._device = device
+        t._requires_grad = requires_grad
+        t._node = None
+        t._out_index = 0
+        t.grad = None
+        t._version = [0]
+        t._base = None
+        t._view_src = None
+        t._view_version = 0
+        t._hooks = None
+        t._retains_grad = False
+        return t
+
+    # What it is ------------------------------------------------------------------------
+    @property
+    def dtype(self) -> _dt.DType:
+        return self._dtype
+
+    @property
+    def device(self):
+        return self._device
+
+    @property
+    def shape(self) -> tuple:
+        return Size(self._data.shape)
+
+    def size(self, dim: int | None = None):
+        """The shape (a tuple), or its length along ``dim``."""
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[_wrap_dim(dim, self._data.ndim, "size")]
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    ndimension = dim
+
+    def numel(self) -> int:
+        return self._data.size
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self._dtype.itemsize
+
+    def stride(self, dim: int | None = None):
+        """Strides in elements, as PyTorch reports them."""
+        strides = tuple(s // self._data.itemsize for s in self._data.strides)
+        return strides if dim is None else strides[_wrap_dim(dim, self.ndim, "stride")]
+
+    def is_contiguous(self, memory_format=None) -> bool:
+        return bool(self._data.flags.c_contiguous)
+
+    def data_ptr(self) -> int:
+        return self._data.__array_interface__["data"][0] if self._device is CPU else 0
+
+    def is_floating_point(self) -> bool:
+        return self._dtype.is_floating_point
+
+    def is_complex(self) -> bool:
+        return False
+
+    @property
+    def is_cuda(self) -> bool:
+        return self._device.type == "cuda"
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._node is None
+
+    @property
+    def grad_fn(self):
+        if self._base is not None and self._requires_grad:
+            self._refresh_view_node()
+        return self._node
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        """Mark a leaf tensor as needing a gradient (in place); returns self."""
+        if self._node is not None:
+            if not requires_grad:
+                raise EmberError("you can only change requires_grad flags of leaf variables. "
+                                 "If you want to use a computed variable in a subgraph that "
+                                 "doesn't require differentiation use var_no_grad = var.detach().")
+            return self
+        if requires_grad and not (self._dtype.is_floating_point or self._dtype.is_complex):
+            raise EmberTypeError(f"only Tensors of floating point dtype can require "
+                                 f"gradients, got dtype {self._dtype.name}")
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def _version_value(self) -> int:
+        return self._version[0]
+
+    @property
+    def data(self) -> "Tensor":
+        """A tensor sharing storage with this one, outside the graph."""
+        return self.detach()
+
+    @data.setter
+    def data(self, value: "Tensor") -> None:
+        self._data = value._data
+        self._dtype = value._dtype
+        self._device = value._device
+
+    @property
+    def T(self) -> "Tensor":
+        if self.ndim > 2:
+            return self.permute(*range(self.ndim - 1, -1, -1))
+        return self.t()
+
+    @property
+    def mT(self) -> "Tensor":
+        return self.transpose(-2, -1)
+
+    # Autograd --------------------------------------------------------------------------
+    def backward(self, gradient: "Tensor | None" = None, retain_graph: bool | None = None,
+                 create_graph: bool = False, inputs=None) -> None:
+        """Accumulate the gradient of this tensor into the ``.grad`` of the leaves.
+
+        Args:
+            gradient: d(something)/d(self); may be omitted for a one-element tensor.
+            retain_graph: keep the saved tensors so backward can run again
+                (defaults to ``create_graph``).
+            create_graph: record the backward pass, for gradients of gradients.
+            inputs: accumulate only into these tensors' ``.grad``.
+        """
+        from .autograd import backward
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def detach(self) -> "Tensor":
+        """A tensor sharing storage (and version counter) with this one, with no grad."""
+        t = Tensor._make(self._data, self._device)
+        t._version = self._version
+        return t
+
+    def detach_(self) -> "Tensor":
+        self._node = None
+        self._requires_grad = False
+        return self
+
+    def register_hook(self, hook) -> RemovableHandle:
+        """Call ``hook(grad)`` when this tensor's gradient is computed; a non-None
+        return value replaces the gradient."""
+        if not self._requires_grad:
+            raise EmberError("cannot register a hook on a tensor that doesn't require gradient")
+        if self._node is None:
+            if self._hooks is None:
+                self._hooks = []
+            return RemovableHandle(self._hooks, hook)
+        return self.grad_fn.register_prehook(self._out_index, hook)
+
+    def retain_grad(self) -> None:
+        """Fill ``.grad`` for this non-leaf tensor too during backward."""
+        if not self._requires_grad:
+            raise EmberError("can't retain_grad on Tensor that has requires_grad=False")
+        if self._node is None or self._retains_grad:
+            return
+        self._retains_grad = True
+        import weakref
+        ref = weakref.ref(self)
+
+        def keep(grad):
+            t = ref()
+            if t is not None:
+                g = grad if grad_mode.is_grad_enabled() else grad.detach()
+                t.grad = g.clone() if t.grad is None else t.grad + g
+        self.grad_fn.register_prehook(self._out_index, keep)
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    def _refresh_view_node(self) -> None:
+        """Re-derive a view's graph node after its base was changed in place."""
+        base = self._base
+        if self._view_version == self._version[0]:
+            return
+        if not base._requires_grad:
+            self._view_version = self._version[0]
+            return
+        from .ops.inplace import replay_view
+        fresh = replay_view(self, base)
+        self._node, self._out_index = fresh._node, fresh._out_index
+        self._requires_grad = fresh._requires_grad
+        self._view_version = self._version[0]
+
+    # Conversion ------------------------------------------------------------------------
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """The data as a NumPy array sharing memory (CPU tensors without grad)."""
+        if self._requires_grad and not force:
+            raise EmberError("Can't call numpy() on Tensor that requires grad. "
+                             "Use tensor.detach().numpy() instead.")
+        return self._device.backend.to_numpy(self._data)
+
+    def item(self):
+        """The value of a one-element tensor as a Python number."""
+        if self._data.size != 1:
+            raise EmberError(f"a Tensor with {self._data.size} elements cannot be converted "
+                             "to Scalar")
+        return self._data.reshape(()).item()
+
+    def tolist(self):
+        """The data as (nested) Python lists of numbers."""
+        return self._device.backend.to_numpy(self._data).tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self._device.backend.to_numpy(self._data)
+        if dtype is not None and arr.dtype != dtype:
+            return arr.astype(dtype)
+        return arr.copy() if copy else arr
+
+    def __dlpack__(self, *args, **kwargs):
+        if self._requires_grad:
+            raise EmberError("Can't export a Tensor that requires grad through DLPack; "
+                             "call .detach() first")
+        return self._data.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self._data.__dlpack_device__()
+
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise EmberError(f"Boolean value of Tensor with {self._data.size} values is "
+                             "ambiguous")
+        return bool(self._data.reshape(()))
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self._dtype.is_floating_point or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted "
+                            "to an index")
+        return int(self.item())
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        from ._printing import tensor_repr
+        return tensor_repr(self)
+
+    def __format__(self, spec: str) -> str:
+        if self._data.ndim == 0 and spec:
+            return format(self.item(), spec)
+        return repr(self)
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError("ember tensors are not picklable by design: save them with "
+                        "ember.save (safetensors) instead")
+
+    def __deepcopy__(self, memo):
+        t = self.detach().clone()
+        t._requires_grad = self._requires_grad
+        if self.grad is not None:
+            t.grad = self.grad.detach().clone()
+        memo[id(self)] = t
+        return t
+
+    # Devices and dtypes ----------------------------------------------------------------
+    def to(self, *args, **kwargs) -> "Tensor":
+        """Convert dtype and/or device: ``x.to(ember.float64)``, ``x.to("cpu")``,
+        ``x.to(other)``, ``x.to("cpu", ember.float16)``. Returns self when nothing changes."""
+        dtype = kwargs.pop("dtype", None)
+        dev = kwargs.pop("device", None)
+        copy = kwargs.pop("copy", False)
+        kwargs.pop("non_blocking", None)
+        if kwargs:
+            raise TypeError(f"to(): unexpected arguments {sorted(kwargs)}")
+        for a in args:
+            if isinstance(a, Tensor):
+                dtype, dev = a._dtype, a._device
+            elif isinstance(a, _dt.DType) or (a is not None and not isinstance(a, str)
+                                               and _is_dtype_like(a)):
+                dtype = a
+            elif a is not None:
+                dev = a
+        out = self
+        if dev is not None and _device(dev) != self._device:
+            from .ops.creation import to_device
+            out = to_device(out, _device(dev))
+        if dtype is not None and _dt.as_dtype(dtype) is not out._dtype:
+            from .ops.elementwise import cast
+            out = cast(out, _dt.as_dtype(dtype))
+        if copy and out is self:
+            out = self.clone()
+        return out
+
+    def type(self, dtype=None):
+        if dtype is None:
+            return f"ember.{_TYPE_NAMES.get(self._dtype.name, self._dtype.name)}"
+        return self.to(dtype)
+
+    def cpu(self) -> "Tensor":
+        return self.to("cpu")
+
+    def cuda(self, device=None) -> "Tensor":
+        return self.to("cuda" if device is None else _device("cuda", device))
+
+    def float(self) -> "Tensor":
+        return self.to(_dt.float32)
+
+    def double(self) -> "Tensor":
+        return self.to(_dt.float64)
+
+    def half(self) -> "Tensor":
+        return self.to(_dt.float16)
+
+    def bfloat16(self) -> "Tensor":
+        return self.to(_dt.bfloat16)
+
+    def int(self) -> "Tensor":
+        return self.to(_dt.int32)
+
+    def long(self) -> "Tensor":
+        return self.to(_dt.int64)
+
+    def short(self) -> "Tensor":
+        return self.to(_dt.int16)
+
+    def char(self) -> "Tensor":
+        return self.to(_dt.int8)
+
+    def byte(self) -> "Tensor":
+        return self.to(_dt.uint8)
+
+    def bool(self) -> "Tensor":
+        return self.to(_dt.bool)
+
+
+_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+               "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
+               "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
+               "bool": "BoolTensor"}
+
+
+def _is_dtype_like(a) -> bool:
+    try:
+        _dt.as_dtype(a)
+        return True
+    except TypeError:
+        return False
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple, printed as ``ember.Size([2, 3])``."""
+
+    def __repr__(self) -> str:
+        return f"ember.Size({list(self)})"
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+
+def _wrap_dim(dim: int, ndim: int, op: str) -> int:
+    from .errors import EmberIndexError
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise EmberIndexError(f"{op}: Dimension out of range (expected to be in range of "
+                              f"[{-n}, {n - 1}], but got {dim})")
+    return dim % n
