@@ -21,6 +21,9 @@ from .ops.logical import *  # noqa: F401,F403
 from .ops.reduce import *  # noqa: F401,F403
 from .ops.shape import *  # noqa: F401,F403
 from .ops.index import index_put  # noqa: F401
+from .ops.linalg import *  # noqa: F401,F403
+from .ops.movement import *  # noqa: F401,F403
+from .ops.selection import *  # noqa: F401,F403
 from . import autograd
 from .autograd import (enable_grad, inference_mode, is_grad_enabled,
                        is_inference_mode_enabled, no_grad, set_grad_enabled)

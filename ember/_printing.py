@@ -32,14 +32,17 @@ def _float_formatter(values: np.ndarray):
         return lambda v: _special(v) or f"{v:.0f}."
     absv = np.abs(finite)
     nonzero = absv[absv > 0]
-    if np.all(finite == np.round(finite)) and (absv.max() < 1e8 if absv.size else True):
-        fmt = lambda v: _special(v) or f"{v:.0f}."  # noqa: E731
-        sci = False
-    else:
-        sci = _OPTIONS["sci_mode"]
+    ratio_big = bool(nonzero.size) and (nonzero.max() / nonzero.min() > 1000.0
+                                        or nonzero.max() > 1e8)
+    sci = _OPTIONS["sci_mode"]
+    if np.all(finite == np.round(finite)):
         if sci is None:
-            sci = bool(nonzero.size) and (nonzero.max() / nonzero.min() > 1000.0
-                                          or nonzero.max() > 1e8 or nonzero.min() < 1e-4)
+            sci = ratio_big
+        fmt = (lambda v: _special(v) or f"{v:.{prec}e}") if sci else \
+            (lambda v: _special(v) or f"{v:.0f}.")
+    else:
+        if sci is None:
+            sci = ratio_big or (bool(nonzero.size) and nonzero.min() < 1e-4)
         fmt = (lambda v: _special(v) or f"{v:.{prec}e}") if sci else \
             (lambda v: _special(v) or f"{v:.{prec}f}")
     return fmt

@@ -3,7 +3,8 @@ variants (``x.exp()``, ``x + y``, ``x.add_(y)``)."""
 from __future__ import annotations
 
 from ..tensor import Tensor
-from . import creation, elementwise as ew, index, logical as lg, reduce, shape
+from . import creation, elementwise as ew, index, linalg, logical as lg, movement, reduce, \
+    selection, shape
 from .inplace import inplace
 
 # Methods that are the same function with the tensor first.
@@ -144,6 +145,8 @@ def _masked_fill_(self, mask, value):
 
 
 _install()
+for _m in (linalg, movement, selection):
+    register_methods(_m, skip=getattr(_m, "NOT_METHODS", ()))
 Tensor.fill_ = _fill_forward_method
 Tensor.zero_ = _zero_
 Tensor.copy_ = _copy_

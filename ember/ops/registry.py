@@ -16,6 +16,7 @@ from ..autograd.graph import Node, edge_of
 from ..errors import EmberError, EmberIndexError, ShapeError, describe
 
 OPS: dict[str, "Op"] = {}
+_observer = None  # set by tests to see every op call (shape-rule checks)
 
 
 class Op:
@@ -96,6 +97,8 @@ def apply(op: Op, *inputs, **params):
         raise
     except Exception as exc:  # NumPy's message, restated as an ember error
         raise _forward_error(op, inputs, params, exc) from None
+    if _observer is not None:
+        _observer(op, inputs, params, out)
 
     record = grad_mode._state.enabled and op.vjp is not None
     if record:
