@@ -10,8 +10,14 @@ import math
 import numpy as np
 
 from .. import dtypes as dt
+from ..errors import EmberError, describe
 from ._promote import FLOAT, SAME, promote
 from .registry import AbstractValue, apply, register
+
+
+def _isfinite(x):
+    from .logical import isfinite
+    return isfinite(x)
 
 __all__ = ["cast", "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide",
            "floor_divide", "remainder", "fmod", "pow", "float_power", "neg", "negative", "abs",
@@ -20,7 +26,7 @@ __all__ = ["cast", "add", "sub", "subtract", "mul", "multiply", "div", "divide",
            "atan", "arcsin", "arccos", "arctan", "atan2", "arctan2", "sinh", "cosh", "tanh",
            "sigmoid", "logit", "erf", "erfc", "floor", "ceil", "round", "trunc", "fix", "frac",
            "maximum", "minimum", "fmax", "fmin", "lerp", "clamp", "clip", "nan_to_num",
-           "relu", "xlogy"]
+           "relu", "xlogy", "where"]
 
 
 def _same_infer(*avals, **params):
@@ -46,13 +52,20 @@ def _unary(name, forward, vjp, kind=SAME, doc="", saves_outputs=False, float_vjp
     return fn
 
 
-def _binary(name, forward, vjp, kind=SAME, doc="", saves_inputs=True):
+def _binary(name, forward, vjp, kind=SAME, doc="", saves_inputs=True, bool_ok=True,
+            any_bool_ok=True):
     """Register a broadcasting two-input op and return its public function."""
     op = _defop(name, lambda xp, a, b: forward(xp, a, b), vjp, broadcasting=True,
                 saves_inputs=saves_inputs)
 
     def fn(input, other):
-        (a, b), _ = promote(name, (input, other), kind)
+        (a, b), dtype = promote(name, (input, other), kind)
+        bool_tensors = dtype is dt.bool and hasattr(other, "dtype")
+        if (bool_tensors and not bool_ok) or (not any_bool_ok and any(
+                getattr(v, "dtype", None) is dt.bool or isinstance(v, bool)
+                for v in (input, other))):
+            raise EmberError(f"{name}: not supported for bool operands (got "
+                             f"{describe((input, other))}); use logical_xor() or ~ instead")
         return apply(op, a, b)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"{doc}\n\n    >>> ember.{name}(ember.tensor([1.0, 2.0]), 3.0)\n"
@@ -74,7 +87,8 @@ def cast(input, dtype):
 _add, _ADD = _binary("add", lambda xp, a, b: xp.add(a, b), lambda n, g: (g, g),
                      doc="input + other, broadcasting.", saves_inputs=False)
 _sub, _SUB = _binary("sub", lambda xp, a, b: xp.subtract(a, b), lambda n, g: (g, -g),
-                     doc="input - other, broadcasting.", saves_inputs=False)
+                     doc="input - other, broadcasting.", saves_inputs=False,
+                     any_bool_ok=False)
 
 
 def _mul_vjp(n, g):
@@ -93,14 +107,14 @@ def add(input, other, *, alpha=1):
     tensor([21., 42.])
     """
     if alpha != 1:
-        other = mul(other, alpha)
+        other = mul(other, alpha) if hasattr(other, "dtype") else other * alpha
     return _add(input, other)
 
 
 def sub(input, other, *, alpha=1):
     """input - alpha * other, broadcasting and promoting dtypes."""
     if alpha != 1:
-        other = mul(other, alpha)
+        other = mul(other, alpha) if hasattr(other, "dtype") else other * alpha
     return _sub(input, other)
 
 
@@ -198,7 +212,7 @@ def _pow_forward(xp, a, b):
 
 
 pow, _POW = _binary("pow", _pow_forward, _pow_vjp,
-                    doc="input ** exponent, broadcasting.")
+                    doc="input ** exponent, broadcasting.", bool_ok=False)
 
 
 def float_power(input, exponent):
@@ -328,7 +342,7 @@ relu = _unary("relu", lambda xp, a: xp.maximum(a, 0).astype(a.dtype, copy=False)
 
 def _erf_forward(xp, a):
     if a.dtype == np.float64:
-        return np.frompyfunc(math.erf, 1, 1)(a).astype(np.float64)
+        return np.asarray(np.frompyfunc(math.erf, 1, 1)(a), dtype=np.float64)
     # A rational approximation good to float32 precision on [-4, 4] (erf is ±1 beyond).
     x = xp.clip(a.astype(np.float32), -4.0, 4.0)
     x2 = x * x
@@ -347,15 +361,15 @@ _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 erf = _unary("erf", _erf_forward,
              lambda n, g: g * _TWO_OVER_SQRT_PI * exp(-square(_in(n))), FLOAT,
              "The error function.")
-erfc = _unary("erfc", lambda xp, a: np.frompyfunc(math.erfc, 1, 1)(a).astype(a.dtype),
+erfc = _unary("erfc", lambda xp, a: np.asarray(np.frompyfunc(math.erfc, 1, 1)(a), dtype=a.dtype),
               lambda n, g: -g * _TWO_OVER_SQRT_PI * exp(-square(_in(n))), FLOAT,
               "1 - erf(input), accurate where erf is close to 1.")
 
 
 def _logit_forward(xp, a, eps=None):
     if eps is not None:
-        a = xp.clip(a, eps, 1 - eps)
-    return xp.log(a / (1 - a))
+        a = xp.clip(a, eps, 1 - eps).astype(a.dtype, copy=False)
+    return xp.log(a / (1 - a)).astype(a.dtype, copy=False)
 
 
 def _logit_vjp(n, g):
@@ -400,11 +414,22 @@ def frac(input):
 
 
 def _nan_to_num_forward(xp, a, nan=0.0, posinf=None, neginf=None):
-    return xp.nan_to_num(a, nan=nan, posinf=posinf, neginf=neginf)
+    if a.dtype.kind in "iub":
+        return a.copy()
+    big = float(finfo(a.dtype).max)
+    out = xp.where(xp.isnan(a), nan, a)
+    out = xp.where(out == np.inf, big if posinf is None else posinf, out)
+    out = xp.where(out == -np.inf, -big if neginf is None else neginf, out)
+    return out.astype(a.dtype, copy=False)
+
+
+def finfo(np_dtype):
+    """Limits of a floating NumPy dtype, bfloat16 included."""
+    return dt._ml_dtypes.finfo(np_dtype) if dt._ml_dtypes is not None else np.finfo(np_dtype)
 
 
 _NAN_TO_NUM = _defop("nan_to_num", _nan_to_num_forward,
-                     lambda n, g: g * isfinite(_in(n)))
+                     lambda n, g: g * _isfinite(_in(n)))
 
 
 def nan_to_num(input, nan: float = 0.0, posinf: float | None = None,
@@ -479,18 +504,14 @@ def clamp(input, min=None, max=None):
     given = [input] + [v for v in (min, max) if v is not None]
     tensors, dtype = promote("clamp", given)
     x, bounds = tensors[0], iter(tensors[1:])
-    info = np.finfo(dtype.np) if dtype.is_floating_point else np.iinfo(dtype.np)
     from ._promote import scalar_tensor
-    lo = next(bounds) if min is not None else scalar_tensor(-np.inf if dtype.is_floating_point
-                                                            else info.min, dtype, x.device)
-    hi = next(bounds) if max is not None else scalar_tensor(np.inf if dtype.is_floating_point
-                                                            else info.max, dtype, x.device)
+    if dtype.is_floating_point:
+        low, high = -np.inf, np.inf
+    else:
+        low, high = np.iinfo(dtype.np).min, np.iinfo(dtype.np).max
+    lo = next(bounds) if min is not None else scalar_tensor(low, dtype, x.device)
+    hi = next(bounds) if max is not None else scalar_tensor(high, dtype, x.device)
     return apply(_CLAMP, x, lo, hi)
 
 
 clip = clamp
-
-
-def isfinite(input):
-    from .logical import isfinite as _isfinite
-    return _isfinite(input)
