@@ -88,8 +88,6 @@ class _ValueFormat:
             self.width = max((len(str(v)) for v in flat.tolist()), default=1)
         else:
             self._judge_floats(flat.astype(np.float64))
-        if _OPTIONS["sci_mode"] is not None:
-            self.sci = _OPTIONS["sci_mode"]
 
     def _judge_floats(self, flat: np.ndarray) -> None:
         judged = flat[np.isfinite(flat) & (flat != 0)]
@@ -99,15 +97,15 @@ class _ValueFormat:
         lo, hi = mags.min(), mags.max()
         prec = _OPTIONS["precision"]
         self.whole = bool(np.all(judged == np.ceil(judged)))
-        wide_range = hi / lo > 1000.0 or hi > 1.0e8
-        if self.whole:
-            self.sci = wide_range
-            texts = ([f"{v:.{prec}e}" for v in judged.tolist()] if self.sci else
-                     [f"{v:.0f}." for v in judged.tolist()])
+        self.sci = hi / lo > 1000.0 or hi > 1.0e8 or (not self.whole and lo < 1.0e-4)
+        if _OPTIONS["sci_mode"] is not None:
+            self.sci = _OPTIONS["sci_mode"]
+        if self.sci:
+            texts = [f"{v:.{prec}e}" for v in judged.tolist()]
+        elif self.whole:
+            texts = [f"{v:.0f}." for v in judged.tolist()]
         else:
-            self.sci = wide_range or lo < 1.0e-4
-            spec = "e" if self.sci else "f"
-            texts = [f"{v:.{prec}{spec}}" for v in judged.tolist()]
+            texts = [f"{v:.{prec}f}" for v in judged.tolist()]
         self.width = max(len(t) for t in texts)
 
     def __call__(self, value) -> str:

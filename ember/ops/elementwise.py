@@ -208,7 +208,7 @@ def _pow_forward(xp, a, b):
     if a.dtype.kind in "iu" and (b < 0).any():
         from ..errors import EmberError
         raise EmberError("pow: integers to negative integer powers are not allowed")
-    return xp.power(a, b)
+    return xp.power(a, b).astype(a.dtype, copy=False)
 
 
 pow, _POW = _binary("pow", _pow_forward, _pow_vjp,
