@@ -321,9 +321,10 @@ class Tensor:
         return tensor_repr(self)
 
     def __format__(self, spec: str) -> str:
-        if self._data.ndim == 0 and spec:
+        # As PyTorch: a 0-d tensor formats as its Python number, others as repr.
+        if self._data.ndim == 0:
             return format(self.item(), spec)
-        return repr(self)
+        return object.__format__(self, spec)
 
     def __reduce_ex__(self, protocol):
         raise TypeError("ember tensors are not picklable by design: save them with "

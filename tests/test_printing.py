@@ -150,7 +150,8 @@ OPTION_CASES = [
 
 @pytest.mark.parametrize("options", OPTION_CASES, ids=[str(o) for o in OPTION_CASES])
 def test_print_options_match_torch(options):
-    data = [np.arange(20.0).reshape(4, 5) / 7, [1e-6, 3.0, 1e5], np.arange(1500)]
+    data = [np.arange(20.0).reshape(4, 5) / 7, [1e-6, 3.0, 1e5], np.arange(1500), [0.0, 0.0],
+            [nan, 1.0]]
     try:
         torch.set_printoptions(**options)
         with printoptions(**options):

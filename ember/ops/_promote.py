@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..errors import EmberTypeError
+from ..tensor import Tensor
 
 SAME = 0      # result dtype is the promoted dtype
 FLOAT = 1     # integers and bools promote to the default float dtype
@@ -19,7 +20,6 @@ INTEGRAL = 2  # bitwise ops: bools and integers only
 
 def scalar_tensor(value, dtype, device):
     """A 0-d tensor holding the Python number ``value`` as ``dtype``."""
-    from ..tensor import Tensor
     try:
         arr = np.asarray(value, dtype=dtype.np)
     except (OverflowError, ValueError):
@@ -29,7 +29,6 @@ def scalar_tensor(value, dtype, device):
 
 def as_operand(name: str, value, device=None):
     """A Tensor, or a Python number left as is; anything else is a clear error."""
-    from ..tensor import Tensor
     if isinstance(value, Tensor) or isinstance(value, (numbers.Number, np.bool_)) \
             and not isinstance(value, complex):
         return value
@@ -41,8 +40,6 @@ def as_operand(name: str, value, device=None):
 
 def promote(name: str, args, kind: int = SAME):
     """Cast ``args`` (tensors and numbers) to one dtype; returns (tensors, dtype)."""
-    from ..tensor import Tensor
-    from .elementwise import cast
     first = None
     same = True
     for a in args:
@@ -62,9 +59,13 @@ def promote(name: str, args, kind: int = SAME):
         dtype = dt.result_type(*args)
     if kind == FLOAT and not dtype.is_floating_point:
         dtype = dt.get_default_dtype()
+        same = False
     elif kind == INTEGRAL and dtype.is_floating_point:
         raise EmberTypeError(f"{name}: expected integer or bool tensors, got dtype "
                              f"{dtype.name}")
+    if same:
+        return args, dtype
+    from .elementwise import cast
     out = []
     for a in args:
         if isinstance(a, Tensor):

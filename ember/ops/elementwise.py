@@ -41,7 +41,7 @@ def _defop(name, forward, vjp, **flags):
 
 def _unary(name, forward, vjp, kind=SAME, doc="", saves_outputs=False, float_vjp=True):
     """Register a one-input op and return its public function."""
-    op = _defop(name, lambda xp, a: forward(xp, a), vjp, saves_outputs=saves_outputs,
+    op = _defop(name, forward, vjp, saves_outputs=saves_outputs,
                 saves_inputs=not saves_outputs)
 
     def fn(input):
@@ -55,7 +55,7 @@ def _unary(name, forward, vjp, kind=SAME, doc="", saves_outputs=False, float_vjp
 def _binary(name, forward, vjp, kind=SAME, doc="", saves_inputs=True, bool_ok=True,
             any_bool_ok=True):
     """Register a broadcasting two-input op and return its public function."""
-    op = _defop(name, lambda xp, a, b: forward(xp, a, b), vjp, broadcasting=True,
+    op = _defop(name, forward, vjp, broadcasting=True,
                 saves_inputs=saves_inputs)
 
     def fn(input, other):

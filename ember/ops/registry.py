@@ -14,6 +14,7 @@ import numpy as np
 from ..autograd import grad_mode
 from ..autograd.graph import Node, edge_of
 from ..errors import EmberError, EmberIndexError, ShapeError, describe
+from ..tensor import Tensor
 
 OPS: dict[str, "Op"] = {}
 _observer = None  # set by tests to see every op call (shape-rule checks)
@@ -82,7 +83,6 @@ def defvjp(op: Op):
 
 def apply(op: Op, *inputs, **params):
     """Run ``op`` on tensors ``inputs``; record it on the tape when a grad is needed."""
-    from ..tensor import Tensor
     first = inputs[0]
     device = first._device
     for t in inputs:
