@@ -151,3 +151,40 @@ Tensor.fill_ = _fill_forward_method
 Tensor.zero_ = _zero_
 Tensor.copy_ = _copy_
 Tensor.clone = shape.clone
+
+
+# In-place random fills (what nn.init uses) ----------------------------------------------
+def _random_fill(name, draw):
+    def method(self, *args, generator=None, **kwargs):
+        rng = (generator or creation.default_generator())._rng
+
+        def values():
+            arr = draw(rng, tuple(self.shape), *args, **kwargs)
+            return self._device.backend.asarray(arr.astype(self.dtype.np, copy=False))
+
+        def direct(arr):
+            arr[...] = values()
+        return inplace(name, self, lambda x: Tensor._make(values(), x.device), (), direct)
+    method.__name__ = name
+    return method
+
+
+Tensor.uniform_ = _random_fill("uniform_", lambda r, s, a=0.0, b=1.0: r.uniform(a, b, s))
+Tensor.uniform_.__doc__ = "Fill with numbers drawn uniformly from [from, to)."
+Tensor.normal_ = _random_fill("normal_", lambda r, s, mean=0.0, std=1.0: r.normal(mean, std, s))
+Tensor.normal_.__doc__ = "Fill with numbers from a normal distribution."
+Tensor.bernoulli_ = _random_fill("bernoulli_", lambda r, s, p=0.5: r.random(s) < p)
+Tensor.bernoulli_.__doc__ = "Fill with 1 with probability p, else 0."
+Tensor.exponential_ = _random_fill("exponential_",
+                                   lambda r, s, lambd=1.0: r.exponential(1.0 / lambd, s))
+Tensor.exponential_.__doc__ = "Fill with numbers from an exponential distribution."
+
+
+def _draw_integers(rng, shape, low=0, high=None):
+    if high is None:  # random_(to) means [0, to); random_() means [0, 2**24)
+        low, high = 0, (low or 2 ** 24)
+    return rng.integers(low, high, shape)
+
+
+Tensor.random_ = _random_fill("random_", _draw_integers)
+Tensor.random_.__doc__ = "Fill with integers from [from, to - 1] (to defaults to 2**24)."
