@@ -55,3 +55,6 @@ def is_floating_point(input) -> bool:
 def can_cast(from_, to) -> bool:
     """Whether PyTorch's casting rules allow ``from_`` to become ``to`` in an in-place op."""
     return dtypes.as_dtype(from_)._category <= dtypes.as_dtype(to)._category
+
+
+from . import func  # noqa: E402  (ember.func uses the names above)

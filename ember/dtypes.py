@@ -11,6 +11,8 @@ import builtins as _builtins
 
 import numpy as np
 
+from .errors import EmberTypeError
+
 try:
     import ml_dtypes as _ml_dtypes
     _BF16 = np.dtype(_ml_dtypes.bfloat16)
@@ -79,29 +81,34 @@ _BY_NAME.update(half=float16, float=float32, double=float64, short=int16, int=in
 _BY_NP = {d.np: d for d in ALL if d.np is not None}
 
 
-def as_dtype(obj) -> DType:
-    """Return the ember dtype for a DType, a name, a NumPy dtype or a torch dtype."""
+def as_dtype(obj, op: str = "as_dtype") -> DType:
+    """Return the ember dtype for a DType, a name, a NumPy dtype or a torch dtype.
+
+    ``op`` names the caller in the error raised for anything else.
+
+    >>> ember.dtypes.as_dtype("float16")
+    ember.float16
+    """
     if isinstance(obj, DType):
         return obj
+    found = None
     if isinstance(obj, str):
-        name = obj.removeprefix("torch.").removeprefix("ember.")
-        if name in _BY_NAME:
-            return _BY_NAME[name]
-    elif obj is _builtins.float:
-        return get_default_dtype()
+        found = _BY_NAME.get(obj.removeprefix("torch.").removeprefix("ember."))
+    elif obj is _builtins.float:  # as in PyTorch: the Python type means double
+        found = float64
     elif obj is _builtins.int:
-        return int64
+        found = int64
     elif obj is _builtins.bool:
-        return bool
-    else:
+        found = bool
+    elif obj is not None and not isinstance(obj, (_builtins.int, _builtins.float)):
         try:
             found = _BY_NP.get(np.dtype(obj))
-        except TypeError:
+        except TypeError:  # a torch dtype, or something with a dtype-like str()
             found = _BY_NAME.get(str(obj).removeprefix("torch."))
-        if found is not None:
-            return found
-    raise TypeError(f"ember: unsupported dtype {obj!r}; expected one of "
-                    f"{', '.join(d.name for d in ALL)}")
+    if found is None:
+        raise EmberTypeError(f"{op}: unsupported dtype {obj!r}; expected one of "
+                             f"{', '.join('ember.' + d.name for d in ALL)}")
+    return found
 
 
 def _promote_ints(a: DType, b: DType) -> DType:
@@ -143,9 +150,10 @@ def get_default_dtype() -> DType:
 def set_default_dtype(dtype) -> None:
     """Set the default floating dtype (float32 or float64, as in PyTorch)."""
     global _default_dtype
-    dtype = as_dtype(dtype)
+    dtype = as_dtype(dtype, "set_default_dtype")
     if not dtype.is_floating_point:
-        raise TypeError(f"set_default_dtype: only floating dtypes are allowed, got {dtype}")
+        raise EmberTypeError(f"set_default_dtype: only floating dtypes are allowed, got "
+                             f"{dtype}")
     _default_dtype = dtype
 
 

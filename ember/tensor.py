@@ -175,6 +175,10 @@ class Tensor:
 
     @property
     def mT(self) -> "Tensor":
+        """The last two dims swapped (matrices or batches of matrices)."""
+        if self.ndim < 2:
+            raise EmberError(f"mT: only supported on matrices or batches of matrices, got a "
+                             f"{self.ndim}-D tensor")
         return self.transpose(-2, -1)
 
     # Autograd --------------------------------------------------------------------------
@@ -222,14 +226,14 @@ class Tensor:
             return
         self._retains_grad = True
         import weakref
-        ref = weakref.ref(self)
+        ref = weakref.ref(self)  # the node must not keep its output alive
 
         def keep(grad):
             t = ref()
             if t is not None:
                 g = grad if grad_mode.is_grad_enabled() else grad.detach()
                 t.grad = g.clone() if t.grad is None else t.grad + g
-        self.grad_fn.register_prehook(self._out_index, keep)
+        self.grad_fn.register_retain_hook(self._out_index, keep)
 
     @property
     def retains_grad(self) -> bool:
@@ -260,8 +264,8 @@ class Tensor:
     def item(self):
         """The value of a one-element tensor as a Python number."""
         if self._data.size != 1:
-            raise EmberError(f"a Tensor with {self._data.size} elements cannot be converted "
-                             "to Scalar")
+            raise EmberError(f"item: a Tensor with {self._data.size} elements cannot be "
+                             "converted to Scalar")
         return self._data.reshape(()).item()
 
     def tolist(self):
@@ -269,15 +273,28 @@ class Tensor:
         return self._device.backend.to_numpy(self._data).tolist()
 
     def __array__(self, dtype=None, copy=None):
-        arr = self._device.backend.to_numpy(self._data)
+        arr = self.numpy()
         if dtype is not None and arr.dtype != dtype:
+            if copy is False:
+                raise ValueError(f"__array__: can't give a {self._dtype.name} tensor as "
+                                 f"{np.dtype(dtype)} without a copy (copy=False)")
             return arr.astype(dtype)
         return arr.copy() if copy else arr
 
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        # NumPy ufuncs applied to a tensor give a tensor back, as with PyTorch.
+        if return_scalar or array.dtype not in _BY_NP:
+            return array[()] if return_scalar else array
+        return Tensor._make(array, self._device)
+
     def __dlpack__(self, *args, **kwargs):
         if self._requires_grad:
-            raise EmberError("Can't export a Tensor that requires grad through DLPack; "
-                             "call .detach() first")
+            raise EmberError("__dlpack__: can't export a Tensor that requires grad; call "
+                             ".detach() first")
+        if self._dtype is _dt.bfloat16:
+            raise EmberTypeError("__dlpack__: bfloat16 tensors can't be exported (NumPy, "
+                                 "ember's CPU storage, has no DLPack code for bfloat16); "
+                                 "convert with .float() first")
         return self._data.__dlpack__(*args, **kwargs)
 
     def __dlpack_device__(self):
@@ -295,8 +312,8 @@ class Tensor:
 
     def __bool__(self) -> bool:
         if self._data.size != 1:
-            raise EmberError(f"Boolean value of Tensor with {self._data.size} values is "
-                             "ambiguous")
+            raise EmberError(f"bool: Boolean value of Tensor with {self._data.size} values is "
+                             "ambiguous; use .any() or .all()")
         return bool(self._data.reshape(()))
 
     def __float__(self) -> float:
@@ -341,71 +358,83 @@ class Tensor:
     # Devices and dtypes ----------------------------------------------------------------
     def to(self, *args, **kwargs) -> "Tensor":
         """Convert dtype and/or device: ``x.to(ember.float64)``, ``x.to("cpu")``,
-        ``x.to(other)``, ``x.to("cpu", ember.float16)``. Returns self when nothing changes."""
-        dtype = kwargs.pop("dtype", None)
-        dev = kwargs.pop("device", None)
-        copy = kwargs.pop("copy", False)
-        kwargs.pop("non_blocking", None)
-        if kwargs:
-            raise TypeError(f"to(): unexpected arguments {sorted(kwargs)}")
-        for a in args:
-            if isinstance(a, Tensor):
-                dtype, dev = a._dtype, a._device
-            elif isinstance(a, _dt.DType) or (a is not None and not isinstance(a, str)
-                                               and _is_dtype_like(a)):
-                dtype = a
-            elif a is not None:
-                dev = a
+        ``x.to(other)``, ``x.to("cpu", ember.float16)``, ``x.to(dtype=..., copy=True)``.
+
+        Returns self when nothing changes and ``copy`` is False; differentiable otherwise.
+        """
+        dev, dtype, copy = _to_args(args, kwargs)
         out = self
-        if dev is not None and _device(dev) != self._device:
+        if dev is not None and dev != self._device:
+            try:
+                dev.backend
+            except EmberError as exc:
+                raise EmberError(f"to: {exc}") from None
             from .ops.creation import to_device
-            out = to_device(out, _device(dev))
-        if dtype is not None and _dt.as_dtype(dtype) is not out._dtype:
+            out = to_device(out, dev)
+        if dtype is not None and dtype is not out._dtype:
             from .ops.elementwise import cast
-            out = cast(out, _dt.as_dtype(dtype))
+            out = cast(out, dtype)
         if copy and out is self:
             out = self.clone()
         return out
 
-    def type(self, dtype=None):
+    def type(self, dtype=None, non_blocking: bool = False):
+        """The type name (``"ember.FloatTensor"``) without arguments; else this tensor as
+        ``dtype`` (a dtype or a type name such as ``"ember.DoubleTensor"``)."""
         if dtype is None:
-            return f"ember.{_TYPE_NAMES.get(self._dtype.name, self._dtype.name)}"
+            return f"ember.{_TYPE_NAMES[self._dtype.name]}"
+        if isinstance(dtype, str):
+            name = dtype.removeprefix("torch.").removeprefix("ember.")
+            if name in _DTYPE_OF_TYPE_NAME:
+                dtype = _dt.as_dtype(_DTYPE_OF_TYPE_NAME[name])
         return self.to(dtype)
 
     def cpu(self) -> "Tensor":
+        """This tensor on the CPU (self when it is there already)."""
         return self.to("cpu")
 
     def cuda(self, device=None) -> "Tensor":
+        """This tensor on a CUDA device (raises where CUDA is unavailable)."""
         return self.to("cuda" if device is None else _device("cuda", device))
 
-    def float(self) -> "Tensor":
+    def float(self, memory_format=None) -> "Tensor":
+        """``self.to(ember.float32)``."""
         return self.to(_dt.float32)
 
-    def double(self) -> "Tensor":
+    def double(self, memory_format=None) -> "Tensor":
+        """``self.to(ember.float64)``."""
         return self.to(_dt.float64)
 
-    def half(self) -> "Tensor":
+    def half(self, memory_format=None) -> "Tensor":
+        """``self.to(ember.float16)``."""
         return self.to(_dt.float16)
 
-    def bfloat16(self) -> "Tensor":
+    def bfloat16(self, memory_format=None) -> "Tensor":
+        """``self.to(ember.bfloat16)``."""
         return self.to(_dt.bfloat16)
 
-    def int(self) -> "Tensor":
+    def int(self, memory_format=None) -> "Tensor":
+        """``self.to(ember.int32)``."""
         return self.to(_dt.int32)
 
-    def long(self) -> "Tensor":
+    def long(self, memory_format=None) -> "Tensor":
+        """``self.to(ember.int64)``."""
         return self.to(_dt.int64)
 
-    def short(self) -> "Tensor":
+    def short(self, memory_format=None) -> "Tensor":
+        """``self.to(ember.int16)``."""
         return self.to(_dt.int16)
 
-    def char(self) -> "Tensor":
+    def char(self, memory_format=None) -> "Tensor":
+        """``self.to(ember.int8)``."""
         return self.to(_dt.int8)
 
-    def byte(self) -> "Tensor":
+    def byte(self, memory_format=None) -> "Tensor":
+        """``self.to(ember.uint8)``."""
         return self.to(_dt.uint8)
 
-    def bool(self) -> "Tensor":
+    def bool(self, memory_format=None) -> "Tensor":
+        """``self.to(ember.bool)``."""
         return self.to(_dt.bool)
 
 
@@ -413,6 +442,34 @@ _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "
                "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
                "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
                "bool": "BoolTensor"}
+
+
+_DTYPE_OF_TYPE_NAME = {v: k for k, v in _TYPE_NAMES.items()}
+
+
+def _to_args(args: tuple, kwargs: dict):
+    """``(device, dtype, copy)`` from the call forms ``to(dtype, non_blocking, copy)``,
+    ``to(device, dtype, non_blocking, copy)`` and ``to(other, non_blocking, copy)``."""
+    unknown = set(kwargs) - {"device", "dtype", "non_blocking", "copy", "memory_format"}
+    if unknown:
+        raise EmberTypeError(f"to: unexpected keyword arguments {sorted(unknown)}")
+    dev, dtype = kwargs.get("device"), kwargs.get("dtype")
+    rest = list(args)
+    if rest and isinstance(rest[0], Tensor):
+        other = rest.pop(0)
+        dev, dtype = other._device, other._dtype
+    elif rest and not isinstance(rest[0], (str, bool)) and _is_dtype_like(rest[0]):
+        dtype = rest.pop(0)
+    elif rest and not isinstance(rest[0], bool):
+        dev = rest.pop(0)
+        if rest and not isinstance(rest[0], bool):
+            dtype = rest.pop(0)
+    if len(rest) > 2 or not all(isinstance(f, bool) for f in rest):
+        raise EmberTypeError(f"to: invalid arguments {args!r}; expected to(dtype), "
+                             "to(device, dtype) or to(other), then non_blocking and copy flags")
+    copy = kwargs.get("copy", rest[1] if len(rest) == 2 else False)
+    return (None if dev is None else _device(dev),
+            None if dtype is None else _dt.as_dtype(dtype, "to"), bool(copy))
 
 
 def _is_dtype_like(a) -> bool:
@@ -424,10 +481,28 @@ def _is_dtype_like(a) -> bool:
 
 
 class Size(tuple):
-    """A tensor's shape: a tuple, printed as ``ember.Size([2, 3])``."""
+    """A tensor's shape: a tuple, printed as ``ember.Size([2, 3])``.
+
+    >>> ember.zeros(2, 3).shape[1:]
+    ember.Size([3])
+    """
 
     def __repr__(self) -> str:
         return f"ember.Size({list(self)})"
+
+    def __getitem__(self, index):
+        out = tuple.__getitem__(self, index)
+        return Size(out) if isinstance(index, slice) else out
+
+    def __add__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple.__add__(self, other))
+
+    def __mul__(self, n):
+        return Size(tuple.__mul__(self, n))
+
+    __rmul__ = __mul__
 
     def numel(self) -> int:
         n = 1

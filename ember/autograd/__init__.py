@@ -6,11 +6,12 @@ from ..errors import EmberError
 from .function import Function, FunctionCtx
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled,
                         is_inference_mode_enabled, no_grad, set_grad_enabled)
-from .graph import Node, run_backward
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck
+from .graph import Node, accumulate_grad, run_backward
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "is_grad_enabled", "gradcheck",
-           "gradgradcheck", "Node"]
+           "gradgradcheck", "GradcheckError", "Node"]
 
 
 def _as_list(x):
@@ -66,8 +67,7 @@ def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
                          allow_unused=True)
     for t, g in zip(inputs, found):
         if g is not None:
-            g = g if create_graph else g.detach()
-            t.grad = g.clone() if t.grad is None else t.grad + g
+            accumulate_grad(t, g.clone() if create_graph else g.detach().clone(), create_graph)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
@@ -89,6 +89,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
         retain_graph = create_graph
     if allow_unused is None:
         allow_unused = materialize_grads
+    elif materialize_grads and not allow_unused:
+        raise ValueError("Expected allow_unused to be True or not passed when "
+                         "materialize_grads=True, but got: allow_unused=False.")
     grads = _root_grads(outputs, grad_outputs, create_graph)
     result = run_backward(outputs, grads, retain_graph, create_graph, inputs=inputs,
                           allow_unused=allow_unused)
@@ -96,13 +99,3 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
         from ..ops.creation import zeros_like
         result = tuple(zeros_like(t) if g is None else g for t, g in zip(inputs, result))
     return result
-
-
-def gradcheck(*args, **kwargs):
-    from .gradcheck import gradcheck as _gradcheck
-    return _gradcheck(*args, **kwargs)
-
-
-def gradgradcheck(*args, **kwargs):
-    from .gradcheck import gradgradcheck as _gradgradcheck
-    return _gradgradcheck(*args, **kwargs)

@@ -1,10 +1,12 @@
 """The tape: a :class:`Node` per differentiable op call, and the backward engine.
 
-A node holds its op, the input tensors (for the VJP and for the shapes and dtypes of
-their gradients), its parameters, and an edge per input to the node that produced it
-(or to the leaf tensor itself). Edges only point from outputs towards inputs and
-outputs are not stored on their node (only their arrays, when the VJP needs them), so
-a graph is freed by reference counting as soon as its last output is dropped.
+A node holds its op, its inputs (the tensors when the VJP reads their values, else
+only their shapes and dtypes), its parameters, and an edge per input to the node that
+produced it (or to the leaf tensor itself). Edges only point from outputs towards
+inputs and outputs are not stored on their node (only their arrays and version
+counters, when the VJP needs them), so a graph is freed by reference counting as soon
+as its last output is dropped; a backward without ``retain_graph`` frees the saved
+values at once.
 """
 from __future__ import annotations
 
@@ -14,18 +16,32 @@ from . import grad_mode
 
 class Node:
     """One recorded op call; shown to users as ``tensor.grad_fn``."""
-    __slots__ = ("op", "inputs", "edges", "params", "out_data", "versions", "pre_hooks",
-                 "released", "__weakref__")
+    __slots__ = ("op", "inputs", "edges", "params", "out_data", "versions", "out_versions",
+                 "pre_hooks", "retain_hooks", "released", "__weakref__")
 
-    def __init__(self, op, inputs, edges, params, out_data=None):
+    def __init__(self, op, inputs, edges, params, out_data=None, outputs=None):
         self.op = op
+        if not op.saves_inputs:
+            # Only shapes are needed; holding the tensors could make a cycle (a view's
+            # node holding its base, whose graph reaches the view after an in-place op).
+            # Non-float tensors never get a node, so they are safe to keep (``where``
+            # reads its condition).
+            inputs = tuple(_InputMeta(t) if t._dtype.is_floating_point else t
+                           for t in inputs)
         self.inputs = inputs
         self.edges = edges
         self.params = params
         self.out_data = out_data
         # Saved-tensor versions, checked when the VJP reads an input's value.
         self.versions = tuple(t._version[0] for t in inputs) if op.saves_inputs else None
+        # The outputs' version counters (not the outputs: that would be a cycle), so that
+        # reading a saved output after it was modified in place is caught.
+        self.out_versions = None
+        if out_data is not None and outputs is not None:
+            self.out_versions = tuple(None if t is None else (t._version, t._version[0])
+                                      for t in outputs)
         self.pre_hooks = None
+        self.retain_hooks = None
         self.released = False
 
     def name(self) -> str:
@@ -49,36 +65,74 @@ class Node:
         if self.versions is not None:
             for t, v in zip(self.inputs, self.versions):
                 if t._version[0] != v:
-                    raise EmberError(
-                        "one of the variables needed for gradient computation has been "
-                        f"modified by an inplace operation: [{t.dtype.name} {list(t.shape)}], "
-                        f"which is an input of {self.name()}, is at version {t._version[0]}; "
-                        f"expected version {v} instead. Hint: clone the tensor before "
-                        "modifying it in place, or use the out-of-place op.")
+                    raise _modified_error(self, t.dtype, t.shape, "an input", t._version[0], v)
         return self.inputs
 
     def output(self, index: int = 0):
         """The forward output ``index`` as a tensor attached to this node."""
-        if self.released:
+        if self.released or self.out_data is None:
             raise _freed_error(self)
+        data = self.out_data[index]
+        entry = None if self.out_versions is None else self.out_versions[index]
+        if entry is not None:
+            counter, v = entry
+            if counter[0] != v:
+                from ..dtypes import as_dtype
+                raise _modified_error(self, as_dtype(data.dtype), data.shape,
+                                      f"output {index}", counter[0], v)
         from ..tensor import Tensor
-        t = Tensor._make(self.out_data[index], self.inputs[0]._device)
+        t = Tensor._make(data, self.inputs[0].device)
         if grad_mode.is_grad_enabled():
             t._node, t._out_index, t._requires_grad = self, index, True
         return t
 
     def register_prehook(self, index: int, fn) -> "RemovableHandle":
+        """Call ``fn(grad)`` on the gradient of output ``index`` before the VJP runs."""
         if self.pre_hooks is None:
             self.pre_hooks = {}
         return RemovableHandle(self.pre_hooks.setdefault(index, []), fn)
 
+    def register_retain_hook(self, index: int, fn) -> None:
+        """Call ``fn(grad)`` on output ``index``'s final gradient (after every pre-hook),
+        which is what ``retain_grad`` stores."""
+        if self.retain_hooks is None:
+            self.retain_hooks = {}
+        self.retain_hooks[index] = fn
+
     def release(self):
+        """Free what the VJP saved (after a backward without ``retain_graph``)."""
         release_op = getattr(self.op, "release", None)
-        if release_op is not None:
-            release_op(self)
-        if self.op.saves_inputs or self.out_data is not None:
+        saved = release_op(self) if release_op is not None else False
+        if self.op.saves_inputs or self.out_data is not None or saved:
             self.released = True
             self.out_data = None
+            # Keep only what the engine needs (shapes, dtypes), so the saved values die.
+            self.inputs = tuple(t if isinstance(t, _InputMeta) else _InputMeta(t)
+                                for t in self.inputs)
+
+
+class _InputMeta:
+    """What a node keeps of an input whose value it does not need: shape, dtype, device."""
+    __slots__ = ("shape", "dtype", "device")
+
+    def __init__(self, t):
+        self.shape, self.dtype, self.device = t.shape, t.dtype, t.device
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def dim(self) -> int:
+        return len(self.shape)
+
+    def numel(self) -> int:
+        return self.shape.numel()
+
+    def size(self, dim: int | None = None):
+        return self.shape if dim is None else self.shape[dim]
+
+    def __repr__(self) -> str:
+        return f"<input of shape {tuple(self.shape)}, dtype {self.dtype.name}>"
 
 
 class _LeafRef:
@@ -115,6 +169,14 @@ def _freed_error(node) -> EmberError:
         f"{node.name()} after they were freed). Saved tensors are freed after backward; "
         "pass retain_graph=True to the first backward() or autograd.grad() call if you "
         "need to backward through the graph again.")
+
+
+def _modified_error(node, dtype, shape, which, version, expected) -> EmberError:
+    return EmberError(
+        "one of the variables needed for gradient computation has been modified by an "
+        f"inplace operation: [{dtype.name} {list(shape)}], which is {which} of "
+        f"{node.name()}, is at version {version}; expected version {expected} instead. "
+        "Hint: clone the tensor before modifying it in place, or use the out-of-place op.")
 
 
 def edge_of(t):
@@ -158,24 +220,25 @@ def _accumulate(buffers, key, index, grad):
 
 
 def run_backward(roots, grad_roots, retain_graph: bool, create_graph: bool,
-                 inputs=None, allow_unused: bool = False, accumulate: bool = True):
+                 inputs=None, allow_unused: bool = False):
     """Propagate ``grad_roots`` from ``roots`` back through the graph.
 
-    With ``inputs`` given, returns their gradients (``autograd.grad``); otherwise
-    gradients accumulate into the ``.grad`` of the leaves (``backward``).
+    With ``inputs`` given, returns their gradients (``autograd.grad``) and runs only the
+    part of the graph that leads to them; otherwise gradients accumulate into the
+    ``.grad`` of the leaves (``backward``).
     """
     buffers: dict = {}
     targets = []
-    for t, g in zip(roots, grad_roots):
+    for i, (t, g) in enumerate(zip(roots, grad_roots)):
         e = edge_of(t)
         if e is None:
-            raise EmberError("element 0 of tensors does not require grad and does not "
+            raise EmberError(f"element {i} of tensors does not require grad and does not "
                              "have a grad_fn")
         _accumulate(buffers, id(e[0]), e[1], g)
         targets.append(e[0])
     order = _topological_order(targets)
 
-    wanted = None
+    wanted = reach = None
     captured = {}
     if inputs is not None:
         wanted = {}
@@ -183,29 +246,30 @@ def run_backward(roots, grad_roots, retain_graph: bool, create_graph: bool,
             e = edge_of(t)
             if e is not None:
                 wanted.setdefault(id(e[0]), []).append((e[1], i))
-        needed = _needed(order, wanted)
+        reach = _reaching(order, wanted)
 
     with grad_mode.set_grad_enabled(create_graph):
         shared = {id(g) for g in grad_roots}  # grads a leaf must copy before keeping
         for item in order:
             slot = buffers.pop(id(item), None)
-            if slot is None or (wanted is not None and id(item) not in needed):
+            if slot is None or (reach is not None and id(item) not in reach):
                 continue
             if not isinstance(item, Node):
                 grad = _run_hooks(item._hooks, slot[0])
-                if wanted is not None:
-                    for _, i in wanted.get(id(item), ()):
-                        captured[i] = grad
-                elif accumulate:
+                if item._hooks:
+                    shared.add(id(grad))  # a hook may have kept it
+                if wanted is None:
                     _accumulate_leaf(item, grad, shared, create_graph)
+                else:
+                    for _, i in wanted[id(item)]:
+                        captured[i] = grad
                 continue
-            if item.pre_hooks:
-                for index, hooks in item.pre_hooks.items():
-                    if index in slot:
-                        slot[index] = _run_hooks(hooks, slot[index])
+            _run_node_hooks(item, slot)
             if wanted is not None:
                 for index, i in wanted.get(id(item), ()):
                     captured[i] = slot.get(index)
+                if not any(e is not None and id(e[0]) in reach for e in item.edges):
+                    continue
             grads_in = _call_vjp(item, slot)
             for e, g in zip(item.edges, grads_in):
                 if e is not None and g is not None:
@@ -227,14 +291,14 @@ def run_backward(roots, grad_roots, retain_graph: bool, create_graph: bool,
     return tuple(result)
 
 
-def _needed(order, wanted):
-    """Nodes from which some wanted tensor is reachable (the rest need not run)."""
-    needed = set(wanted)
-    for item in reversed(order):
-        if isinstance(item, Node) and id(item) not in needed:
-            if any(e is not None and id(e[0]) in needed for e in item.edges):
-                needed.add(id(item))
-    return needed
+def _reaching(order, wanted):
+    """Ids of the graph items from which some wanted item can be reached."""
+    reach = set(wanted)
+    for item in reversed(order):  # inputs before the nodes that consume them
+        if isinstance(item, Node) and id(item) not in reach:
+            if any(e is not None and id(e[0]) in reach for e in item.edges):
+                reach.add(id(item))
+    return reach
 
 
 def _run_hooks(hooks, grad):
@@ -246,6 +310,29 @@ def _run_hooks(hooks, grad):
     return grad
 
 
+def _run_node_hooks(node, slot):
+    """Tensor hooks of the node's outputs, then ``retain_grad`` (which sees their result)."""
+    if node.pre_hooks:
+        for index, hooks in node.pre_hooks.items():
+            if index in slot:
+                slot[index] = _run_hooks(hooks, slot[index])
+    if node.retain_hooks:
+        for index, keep in node.retain_hooks.items():
+            if index in slot:
+                keep(slot[index])
+
+
+def accumulate_grad(t, grad, create_graph: bool = False) -> None:
+    """Add ``grad`` to ``t.grad`` (in place, as PyTorch does, unless building a graph)."""
+    if t.grad is None:
+        t.grad = grad
+    elif create_graph:
+        t.grad = t.grad + grad
+    else:
+        with grad_mode.no_grad():
+            t.grad.add_(grad)
+
+
 def _accumulate_leaf(t, grad, shared, create_graph):
     if not create_graph:
         grad = grad.detach()
@@ -253,13 +340,13 @@ def _accumulate_leaf(t, grad, shared, create_graph):
         data = grad._data
         if id(grad) in shared or not data.flags.writeable or not data.flags.c_contiguous:
             grad = grad.clone() if create_graph else type(grad)._make(data.copy(), grad._device)
-        t.grad = grad
-    else:
-        t.grad = t.grad + grad
+    accumulate_grad(t, grad, create_graph)
 
 
 def _call_vjp(node, slot):
     op = node.op
+    if node.released and (op.saves_inputs or op.saves_outputs):
+        raise _freed_error(node)
     if op.n_outputs == 1:
         g = slot[0]
     else:
@@ -268,20 +355,33 @@ def _call_vjp(node, slot):
     if not isinstance(grads, tuple):
         grads = (grads,)
     out = []
-    for t, e, gi in zip(node.inputs, node.edges, grads):
+    for i, (t, e, gi) in enumerate(zip(node.inputs, node.edges, grads)):
         if e is None or gi is None:
             out.append(None)
             continue
         if gi.shape != t.shape:
-            if not op.broadcasting:
-                raise EmberError(f"internal error: {op.name}'s VJP returned a gradient of "
-                                 f"shape {tuple(gi.shape)} for an input of shape "
-                                 f"{tuple(t.shape)}")
+            if not op.broadcasting or not _sums_to(gi.shape, t.shape):
+                raise EmberError(_bad_grad_shape(node, i, gi.shape, t.shape))
             gi = _sum_to(gi, t.shape)
         if gi.dtype is not t.dtype:
             gi = gi.to(t.dtype)
         out.append(gi)
     return out
+
+
+def _sums_to(shape, target) -> bool:
+    """Whether a gradient of ``shape`` sums down to ``target`` (target broadcasts to it)."""
+    if len(target) > len(shape):
+        return False
+    return all(t in (1, s) for t, s in zip(target[::-1], shape[::-1]))
+
+
+def _bad_grad_shape(node, index, got, expected) -> str:
+    if getattr(node.op, "is_custom", False):
+        return (f"Function {node.name()} returned an invalid gradient at index {index} - "
+                f"got {list(got)} but expected shape compatible with {list(expected)}")
+    return (f"internal error: {node.op.name}'s VJP returned a gradient of shape "
+            f"{tuple(got)} for input {index} of shape {tuple(expected)}")
 
 
 def _sum_to(g, shape):

@@ -29,13 +29,24 @@ class Backend:
 
 
 class Device:
-    """A device: a backend and, for accelerators, an index. ``device(type='cpu')``."""
-    __slots__ = ("type", "index", "backend")
+    """A device: a type and, for accelerators, an index. ``device(type='cpu')``.
 
-    def __init__(self, type: str, index: int | None, backend: Backend):
+    A device can be named before its backend is usable (``ember.device("cuda")`` works
+    without a GPU); :attr:`backend` raises a clear error when it is not available.
+    """
+    __slots__ = ("type", "index", "_backend")
+
+    def __init__(self, type: str, index: int | None, backend: Backend | None = None):
         self.type = type
         self.index = index
-        self.backend = backend
+        self._backend = backend
+
+    @property
+    def backend(self) -> Backend:
+        if self._backend is None:
+            from . import get_backend
+            self._backend = get_backend(self.type)
+        return self._backend
 
     def __repr__(self) -> str:
         if self.index is None:

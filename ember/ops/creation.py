@@ -1,14 +1,18 @@
 """Making tensors: from data, filled, ranges, random; and moving them between devices."""
 from __future__ import annotations
 
+import math
 import numbers
-import threading
+import operator
 
 import numpy as np
 
 from .. import dtypes as dt
 from ..backends import CPU, device as _device
+from ..autograd import grad_mode
+from ..autograd.graph import Node, edge_of
 from ..errors import EmberError, EmberTypeError
+from ..tensor import Tensor
 from .registry import register
 
 __all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "from_dlpack", "zeros", "ones",
@@ -19,269 +23,565 @@ __all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "from_dlpack", "zeros
            "Generator", "scalar_tensor"]
 
 
-def _tensor_cls():
-    from ..tensor import Tensor
-    return Tensor
-
-
 def _dev(device):
     return CPU if device is None else _device(device)
 
 
-def _infer_dtype(arr: np.ndarray, data) -> dt.DType:
-    """PyTorch's inference: Python floats give the default dtype, ints int64."""
-    if arr.dtype.kind == "f" and not isinstance(data, np.ndarray) and \
-            not isinstance(data, np.floating):
-        return dt.get_default_dtype()
-    if arr.dtype.kind in "iu" and arr.dtype not in dt._BY_NP:
+def _dtype(name: str, dtype, default: dt.DType | None = None) -> dt.DType:
+    if dtype is None:
+        return dt.get_default_dtype() if default is None else default
+    return dt.as_dtype(dtype, name)
+
+
+def _new(name: str, arr, dtype: dt.DType, device, requires_grad: bool):
+    """A leaf tensor of ``dtype`` on ``device`` holding the host array ``arr``."""
+    if requires_grad and not dtype.is_floating_point:
+        raise EmberTypeError(f"{name}: only Tensors of floating point dtype can require "
+                             f"gradients, got dtype {dtype.name}")
+    dev = _dev(device)
+    if arr.dtype != dtype.np:
+        arr = arr.astype(dtype.np)
+    t = Tensor._make(dev.backend.asarray(arr), dev)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+# From data ------------------------------------------------------------------------------
+def _np_dtype(name: str, np_dtype) -> dt.DType:
+    found = dt._BY_NP.get(np_dtype)
+    if found is not None:
+        return found
+    if np_dtype.kind in "iu":  # uint16/32/64: values kept, in ember's widest integer
         return dt.int64
-    try:
-        return dt.as_dtype(arr.dtype)
-    except TypeError:
-        raise EmberTypeError(f"tensor: can't convert data of dtype {arr.dtype} to a tensor; "
-                             "supported dtypes are "
-                             f"{', '.join(d.name for d in dt.ALL)}") from None
+    raise EmberTypeError(f"{name}: can't convert NumPy data of dtype {np_dtype} to a tensor; "
+                         f"supported dtypes are {', '.join(d.name for d in dt.ALL)}")
 
 
-def _to_array(data):
-    Tensor = _tensor_cls()
+def _infer_dtype(name: str, data) -> dt.DType:
+    """PyTorch's inference: bools give bool, ints int64, floats the default dtype; arrays,
+    NumPy scalars and tensors keep theirs; a sequence promotes over its elements."""
     if isinstance(data, Tensor):
-        return data.detach()._device.backend.to_numpy(data._data)
-    if isinstance(data, (list, tuple)) and data and any(isinstance(x, Tensor) for x in data):
-        return np.stack([_to_array(x) for x in data])
+        return data.dtype
+    if isinstance(data, (np.ndarray, np.generic)):
+        return _np_dtype(name, data.dtype)
+    if isinstance(data, float):
+        return dt.get_default_dtype()
+    if isinstance(data, bool):
+        return dt.bool
+    if isinstance(data, numbers.Integral):
+        return dt.int64
+    if isinstance(data, numbers.Real):
+        return dt.get_default_dtype()
+    if isinstance(data, range):
+        return dt.int64
+    if isinstance(data, (list, tuple)):
+        kinds = set(map(type, data))
+        if kinds and kinds <= {bool, int, float}:  # the common case, without recursion
+            return (dt.get_default_dtype() if float in kinds else
+                    dt.int64 if int in kinds else dt.bool)
+        out = None
+        for x in data:
+            d = _infer_dtype(name, x)
+            out = d if out is None else dt.promote_types(out, d)
+        return dt.get_default_dtype() if out is None else out
+    if isinstance(data, (str, bytes)):
+        raise EmberTypeError(f"{name}: can't make a tensor from the string {data!r}; "
+                             "expected numbers")
+    raise EmberTypeError(f"{name}: could not infer the dtype of {type(data).__name__}; "
+                         "expected a number, a (nested) sequence of numbers, an array or "
+                         "a tensor")
+
+
+def _nested_shape(data) -> tuple:
+    if isinstance(data, (list, tuple, range)):
+        return (len(data),) + (_nested_shape(data[0]) if len(data) else ())
+    return tuple(np.shape(data))
+
+
+def _ragged_error(name: str, data, dim: int = 0) -> EmberError | None:
+    """The error describing where nested ``data`` is ragged (None where it is not)."""
+    if not isinstance(data, (list, tuple, range)) or not len(data):
+        return None
+    first = _nested_shape(data[0])
+    for i, x in enumerate(data):
+        shape = _nested_shape(x)
+        if shape != first:
+            return EmberError(f"{name}: expected a sequence of equal-length sequences, but at "
+                              f"dim {dim} element 0 has shape {first} and element {i} has "
+                              f"shape {shape}")
+    for x in data:
+        err = _ragged_error(name, x, dim + 1)
+        if err is not None:
+            return err
+    return None
+
+
+def _unwrap_tensors(data):
+    if isinstance(data, Tensor):
+        return data._device.backend.to_numpy(data._data)
+    if isinstance(data, (list, tuple)):
+        return [_unwrap_tensors(x) for x in data]
+    return data
+
+
+_PLAIN_DATA = (list, tuple, float, int, bool, np.ndarray, np.generic, range, str, bytes)
+
+
+def _has_tensor(data) -> bool:
+    kinds = set(map(type, data))
+    if kinds <= {bool, int, float}:
+        return False
+    return any(isinstance(x, Tensor) or isinstance(x, (list, tuple)) and _has_tensor(x)
+               for x in data)
+
+
+def _host_data(name: str, data):
+    """``data`` with foreign arrays (torch, CuPy...) turned into NumPy arrays."""
+    if isinstance(data, Tensor):
+        return data._device.backend.to_numpy(data._data)
+    if isinstance(data, _PLAIN_DATA) or isinstance(data, numbers.Number):
+        return data
     try:
-        arr = np.asarray(data)
-    except ValueError as exc:
-        raise EmberError(f"tensor: expected a sequence of equal-length sequences ({exc})") from None
-    if arr.dtype == object:
-        raise EmberTypeError(f"tensor: can't make a tensor from {type(data).__name__} "
-                             "data (ragged nesting or non-numeric elements)")
-    return arr
+        if hasattr(data, "__dlpack__"):
+            return np.from_dlpack(data)
+        if hasattr(data, "__array__"):
+            return np.asarray(data)
+    except (BufferError, TypeError, RuntimeError, ValueError) as exc:
+        raise EmberTypeError(f"{name}: can't read {type(data).__name__} data: {exc}") from None
+    return data
+
+
+def _to_numpy(name: str, data, dtype: dt.DType) -> np.ndarray:
+    """``data`` (already host data) as a new NumPy array of ``dtype``."""
+    if isinstance(data, np.ndarray):
+        return np.array(data, dtype=dtype.np, copy=True)
+    if isinstance(data, (list, tuple)) and _has_tensor(data):
+        data = _unwrap_tensors(data)
+    try:
+        with np.errstate(over="ignore"):  # 1e40 as float32 is inf, as in PyTorch
+            return np.array(data, dtype=dtype.np)
+    except OverflowError:
+        raise EmberError(f"{name}: a value in the data is out of range for "
+                         f"{dtype.name}") from None
+    except (ValueError, TypeError) as exc:
+        err = _ragged_error(name, data)
+        raise (err or EmberError(f"{name}: can't convert the data to {dtype.name}: "
+                                 f"{exc}")) from None
 
 
 def tensor(data, *, dtype=None, device=None, requires_grad: bool = False):
     """A new tensor holding a copy of ``data`` (a number, nested sequence, array or tensor).
 
+    The dtype, when not given, follows PyTorch: Python floats give the default dtype,
+    ints ``int64``, bools ``bool``; NumPy arrays and tensors keep theirs.
+
     >>> ember.tensor([[1, 2], [3, 4]])
     tensor([[1, 2],
             [3, 4]])
     """
-    arr = _to_array(data)
-    dtype = _infer_dtype(arr, data) if dtype is None else dt.as_dtype(dtype)
-    dev = _dev(device)
-    arr = dev.backend.asarray(np.array(arr, dtype=dtype.np, copy=True))
-    return _tensor_cls()._make(arr, dev).requires_grad_(requires_grad)
+    data = _host_data("tensor", data)
+    dtype = _infer_dtype("tensor", data) if dtype is None else dt.as_dtype(dtype, "tensor")
+    return _new("tensor", _to_numpy("tensor", data, dtype), dtype, device, requires_grad)
+
+
+def asarray(obj, *, dtype=None, device=None, copy: bool | None = None,
+            requires_grad: bool | None = None):
+    """``obj`` as a tensor, sharing memory with it when it can.
+
+    Tensors, NumPy arrays and DLPack objects are shared unless ``copy=True`` or another
+    dtype or device is asked for; ``copy=False`` raises where sharing is impossible.
+    ``requires_grad=None`` keeps a tensor's flag.
+
+    >>> a = np.zeros(3, dtype=np.float32)
+    >>> ember.asarray(a)[0] = 1.0  # a[0] is now 1.0
+    """
+    want_dtype = None if dtype is None else dt.as_dtype(dtype, "asarray")
+    want_dev = None if device is None else _device(device)
+    if not isinstance(obj, Tensor):
+        host = _host_data("asarray", obj)
+        if isinstance(host, (np.ndarray, np.generic)) and host.dtype in dt._BY_NP:
+            obj = Tensor._make(np.asarray(host), CPU)
+        elif copy is False:
+            raise EmberError(f"asarray: can't share memory with {type(obj).__name__} data "
+                             "(copy=False); only tensors, NumPy arrays of an ember dtype and "
+                             "DLPack objects can be shared")
+        else:
+            out = tensor(host, dtype=want_dtype, device=want_dev)
+            return out.requires_grad_(True) if requires_grad else out
+    same = (want_dtype in (None, obj.dtype)) and (want_dev in (None, obj.device))
+    if copy is False and not same:
+        raise EmberError(f"asarray: can't share memory of a {obj.dtype.name} tensor on "
+                         f"{obj.device} as {(want_dtype or obj.dtype).name} on "
+                         f"{want_dev or obj.device} (copy=False)")
+    out = obj if same and not copy else obj.to(dtype=want_dtype, device=want_dev,
+                                               copy=bool(copy))
+    if requires_grad is False and out.requires_grad:
+        out = out.detach()
+    elif requires_grad and not out.requires_grad:
+        if not out.dtype.is_floating_point:
+            raise EmberTypeError(f"asarray: only Tensors of floating point dtype can require "
+                                 f"gradients, got dtype {out.dtype.name}")
+        out.requires_grad_(True)
+    return out
 
 
 def as_tensor(data, dtype=None, device=None):
-    """Like :func:`tensor` but shares memory with ``data`` when it can (same dtype, CPU)."""
-    Tensor = _tensor_cls()
-    if isinstance(data, Tensor):
-        return data.to(device=device, dtype=dtype) if (dtype or device) else data
-    if isinstance(data, np.ndarray) and (dtype is None or dt.as_dtype(dtype).np == data.dtype) \
-            and (device is None or _device(device) is CPU) and data.dtype in dt._BY_NP:
-        return Tensor._make(data, CPU)
-    arr = _to_array(data)
-    dtype = _infer_dtype(arr, data) if dtype is None else dt.as_dtype(dtype)
-    dev = _dev(device)
-    return Tensor._make(dev.backend.asarray(np.asarray(arr, dtype=dtype.np)), dev)
+    """Like :func:`tensor` but shares memory with ``data`` (a tensor or NumPy array) when
+    the dtype and device already match; a tensor keeps its autograd history.
 
-
-asarray = as_tensor
+    >>> a = np.array([1, 2, 3])
+    >>> ember.as_tensor(a)[0] = -1  # a[0] is now -1
+    """
+    return asarray(data, dtype=dtype, device=device)
 
 
 def from_numpy(ndarray: np.ndarray):
-    """A tensor sharing memory with ``ndarray`` (changes to one show in the other)."""
+    """A tensor sharing memory with ``ndarray`` (changes to one show in the other).
+
+    >>> a = np.arange(3.0)
+    >>> ember.from_numpy(a)
+    tensor([0., 1., 2.], dtype=ember.float64)
+    """
     if not isinstance(ndarray, np.ndarray):
         raise EmberTypeError(f"from_numpy: expected np.ndarray, got {type(ndarray).__name__}")
-    return _tensor_cls()._make(ndarray, CPU)
+    if ndarray.dtype not in dt._BY_NP:
+        raise EmberTypeError(f"from_numpy: can't share NumPy data of dtype {ndarray.dtype}; "
+                             f"supported dtypes are {', '.join(d.name for d in dt.ALL)}")
+    return Tensor._make(ndarray, CPU)
 
 
 def from_dlpack(ext_tensor):
-    """A tensor sharing memory with any object that implements ``__dlpack__``."""
-    return _tensor_cls()._make(np.from_dlpack(ext_tensor), CPU)
+    """A tensor sharing memory with any CPU object that implements ``__dlpack__``
+    (a torch tensor, a NumPy array, a JAX array...).
+
+    >>> ember.from_dlpack(torch.arange(3))
+    tensor([0, 1, 2])
+    """
+    if isinstance(ext_tensor, Tensor):
+        return ext_tensor
+    try:
+        arr = np.from_dlpack(ext_tensor)
+    except (AttributeError, BufferError, TypeError, RuntimeError, ValueError) as exc:
+        raise EmberTypeError(f"from_dlpack: can't import {type(ext_tensor).__name__} through "
+                             f"DLPack: {exc}") from None
+    if arr.dtype not in dt._BY_NP:
+        raise EmberTypeError(f"from_dlpack: unsupported dtype {arr.dtype}")
+    return Tensor._make(arr, CPU)
 
 
-def _shape(size, name: str) -> tuple:
+# Filled ---------------------------------------------------------------------------------
+def _size(size: tuple, name: str) -> tuple:
+    """The shape from ``f(2, 3)``, ``f((2, 3))``, ``f([2, 3])`` or ``f(ember.Size(...))``."""
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
-    elif len(size) == 1 and hasattr(size[0], "shape") and not isinstance(size[0], numbers.Number):
-        size = tuple(size[0])
-    try:
-        shape = tuple(int(s) for s in size)
-    except TypeError:
-        raise EmberTypeError(f"{name}: size must be ints, got {size!r}") from None
-    if any(s < 0 for s in shape):
-        raise EmberError(f"{name}: negative dimension in size {list(shape)}")
-    return shape
+    dims = []
+    for s in size:
+        try:
+            if isinstance(s, bool):
+                raise TypeError
+            dims.append(operator.index(s))
+        except TypeError:
+            raise EmberTypeError(f"{name}: size must be a tuple of ints, got "
+                                 f"{tuple(size)!r}") from None
+    for d in dims:
+        if d < 0:
+            raise EmberError(f"{name}: negative dimension {d} in size {tuple(dims)}; "
+                             "sizes must be non-negative")
+    return tuple(dims)
 
 
-def _filled(name, fill, size, dtype, device, requires_grad):
-    shape = _shape(size, name)
-    dtype = dt.get_default_dtype() if dtype is None else dt.as_dtype(dtype)
+def _filled(name: str, fill, size, dtype, device, requires_grad):
+    dtype = _dtype(name, dtype)
     dev = _dev(device)
-    arr = fill(dev.backend.xp, shape, dtype.np)
-    return _tensor_cls()._make(arr, dev).requires_grad_(requires_grad)
+    arr = fill(dev.backend.xp, _size(size, name), dtype.np)
+    if requires_grad and not dtype.is_floating_point:
+        raise EmberTypeError(f"{name}: only Tensors of floating point dtype can require "
+                             f"gradients, got dtype {dtype.name}")
+    return Tensor._make(arr, dev).requires_grad_(requires_grad)
 
 
 def zeros(*size, dtype=None, device=None, requires_grad: bool = False):
-    """A tensor of zeros. ``ember.zeros(2, 3)`` or ``ember.zeros((2, 3))``."""
+    """A tensor of zeros; ``size`` as ints or one tuple.
+
+    >>> ember.zeros(2, 3).shape
+    ember.Size([2, 3])
+    """
     return _filled("zeros", lambda xp, s, d: xp.zeros(s, d), size, dtype, device, requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad: bool = False):
-    """A tensor of ones."""
+    """A tensor of ones; ``size`` as ints or one tuple.
+
+    >>> ember.ones(2)
+    tensor([1., 1.])
+    """
     return _filled("ones", lambda xp, s, d: xp.ones(s, d), size, dtype, device, requires_grad)
 
 
 def empty(*size, dtype=None, device=None, requires_grad: bool = False, memory_format=None):
-    """A tensor with uninitialised values."""
+    """A tensor with uninitialised values; ``size`` as ints or one tuple.
+
+    >>> ember.empty(2, 3).shape
+    ember.Size([2, 3])
+    """
     return _filled("empty", lambda xp, s, d: xp.empty(s, d), size, dtype, device, requires_grad)
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = False):
-    """A tensor filled with ``fill_value``; its dtype follows the value when not given."""
+    """A tensor filled with ``fill_value``; its dtype follows the value when not given
+    (bool, int64, or the default float dtype).
+
+    >>> ember.full((2,), 7)
+    tensor([7, 7])
+    """
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
     if dtype is None:
-        dtype = dt.scalar_dtype(fill_value) if isinstance(fill_value, numbers.Number) else None
+        dtype = dt.scalar_dtype(fill_value)
     return _filled("full", lambda xp, s, d: xp.full(s, fill_value, d), (size,), dtype, device,
                    requires_grad)
 
 
-def _like(fn, input, dtype, device, requires_grad, *args):
-    return fn(*args, tuple(input.shape), dtype=input.dtype if dtype is None else dtype,
-              device=input.device if device is None else device, requires_grad=requires_grad)
+def zeros_like(input, *, dtype=None, device=None, requires_grad: bool = False,
+               memory_format=None):
+    """Zeros with ``input``'s shape, and its dtype and device unless given.
+
+    >>> ember.zeros_like(ember.ones(2, dtype=ember.int32))
+    tensor([0, 0], dtype=ember.int32)
+    """
+    return zeros(input.shape, dtype=dtype or input.dtype, device=device or input.device,
+                 requires_grad=requires_grad)
 
 
-def zeros_like(input, *, dtype=None, device=None, requires_grad: bool = False, memory_format=None):
-    """Zeros with ``input``'s shape, dtype and device."""
-    return _like(zeros, input, dtype, device, requires_grad)
+def ones_like(input, *, dtype=None, device=None, requires_grad: bool = False,
+              memory_format=None):
+    """Ones with ``input``'s shape, and its dtype and device unless given.
+
+    >>> ember.ones_like(ember.zeros(2))
+    tensor([1., 1.])
+    """
+    return ones(input.shape, dtype=dtype or input.dtype, device=device or input.device,
+                requires_grad=requires_grad)
 
 
-def ones_like(input, *, dtype=None, device=None, requires_grad: bool = False, memory_format=None):
-    """Ones with ``input``'s shape, dtype and device."""
-    return _like(ones, input, dtype, device, requires_grad)
+def empty_like(input, *, dtype=None, device=None, requires_grad: bool = False,
+               memory_format=None):
+    """Uninitialised values with ``input``'s shape, and its dtype and device unless given.
 
-
-def empty_like(input, *, dtype=None, device=None, requires_grad: bool = False, memory_format=None):
-    """Uninitialised values with ``input``'s shape, dtype and device."""
-    return _like(empty, input, dtype, device, requires_grad)
+    >>> ember.empty_like(ember.zeros(2, 3)).shape
+    ember.Size([2, 3])
+    """
+    return empty(input.shape, dtype=dtype or input.dtype, device=device or input.device,
+                 requires_grad=requires_grad)
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad: bool = False,
               memory_format=None):
-    """``fill_value`` with ``input``'s shape, dtype and device."""
-    return full(tuple(input.shape), fill_value, dtype=input.dtype if dtype is None else dtype,
-                device=input.device if device is None else device, requires_grad=requires_grad)
+    """``fill_value`` with ``input``'s shape, and its dtype and device unless given.
+
+    >>> ember.full_like(ember.zeros(2), 7)
+    tensor([7., 7.])
+    """
+    return full(input.shape, fill_value, dtype=dtype or input.dtype,
+                device=device or input.device, requires_grad=requires_grad)
 
 
 def scalar_tensor(s, *, dtype=None, device=None, requires_grad: bool = False):
-    """A 0-d tensor."""
-    return tensor(s, dtype=dtype or dt.get_default_dtype(), device=device,
+    """A 0-d tensor of ``s``, of the default float dtype unless given.
+
+    >>> ember.scalar_tensor(3)
+    tensor(3.)
+    """
+    return tensor(s, dtype=_dtype("scalar_tensor", dtype), device=device,
                   requires_grad=requires_grad)
+
+
+# Ranges ---------------------------------------------------------------------------------
+def _number(name: str, v):
+    if isinstance(v, Tensor):
+        if v.numel() != 1:
+            raise EmberError(f"{name}: expected a number or a one-element tensor, got a "
+                             f"tensor of shape {tuple(v.shape)}")
+        return v.item()
+    if isinstance(v, np.generic):
+        return v.item()
+    if not isinstance(v, numbers.Real):
+        raise EmberTypeError(f"{name}: expected a number, got {type(v).__name__}")
+    return v
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad: bool = False):
     """Values from ``start`` up to (not including) ``end``, ``step`` apart.
 
+    The dtype is int64 when all of start, end and step are integers, else the default
+    float dtype. The length is ``ceil((end - start) / step)``, as in PyTorch.
+
     >>> ember.arange(5)
     tensor([0, 1, 2, 3, 4])
+    >>> ember.arange(1, 2.5, 0.5)
+    tensor([1.0000, 1.5000, 2.0000])
     """
     if end is None:
         start, end = 0, start
-    start, end, step = (_number(v) for v in (start, end, step))
-    if step == 0:
-        raise EmberError("arange: step must be nonzero")
-    if (end - start) * step < 0:
-        raise EmberError(f"arange: upper bound and larger bound inconsistent with step sign "
-                         f"(start={start}, end={end}, step={step})")
+    start, end, step = (_number("arange", v) for v in (start, end, step))
     if dtype is None:
-        dtype = dt.int64 if all(isinstance(v, int) for v in (start, end, step)) \
-            else dt.get_default_dtype()
-    dtype = dt.as_dtype(dtype)
-    dev = _dev(device)
-    n = int(np.ceil((end - start) / step))
-    arr = dev.backend.xp.asarray(start + np.arange(n, dtype=np.float64 if dtype.is_floating_point
-                                                   else np.int64) * step).astype(dtype.np)
-    return _tensor_cls()._make(arr, dev).requires_grad_(requires_grad)
+        ints = all(isinstance(v, numbers.Integral) for v in (start, end, step))
+        dtype = dt.int64 if ints else dt.get_default_dtype()
+    dtype = dt.as_dtype(dtype, "arange")
+    if dtype is dt.bool:
+        raise EmberTypeError("arange: dtype bool is not supported")
+    if dtype is dt.int64:
+        # int64 ranges work on the bounds truncated to integers, as PyTorch's does.
+        start, end, step = int(start), int(end), int(step)
+    if step == 0:
+        raise EmberError(f"arange: step must be nonzero (start={start}, end={end})")
+    if (end - start) * step < 0:
+        raise EmberError(f"arange: upper bound and lower bound inconsistent with step sign "
+                         f"(start={start}, end={end}, step={step})")
+    if dtype is dt.int64:
+        n = -((start - end) // step)
+    else:
+        n = math.ceil((float(end) - float(start)) / float(step))
+    if dtype.is_floating_point:
+        arr = float(start) + np.arange(n, dtype=np.float64) * float(step)
+    else:
+        arr = int(start) + np.arange(n, dtype=np.int64) * int(step)
+    return _new("arange", arr, dtype, device, requires_grad)
 
 
-def _number(v):
-    Tensor = _tensor_cls()
-    return v.item() if isinstance(v, Tensor) else v
+def _steps(name: str, steps) -> int:
+    try:
+        steps = operator.index(steps)
+    except TypeError:
+        raise EmberTypeError(f"{name}: steps must be an int, got "
+                             f"{type(steps).__name__}") from None
+    if steps < 0:
+        raise EmberError(f"{name}: number of steps must be non-negative, got {steps}")
+    return steps
+
+
+def _even_points(start: float, end: float, steps: int) -> np.ndarray:
+    # Counted from both ends, so the last point is exactly ``end``.
+    if steps == 1:
+        return np.array([start], dtype=np.float64)
+    step = (end - start) / (steps - 1)
+    i = np.arange(steps, dtype=np.float64)
+    return np.where(i < steps // 2, start + step * i, end - step * (steps - 1 - i))
 
 
 def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: bool = False):
-    """``steps`` values evenly spaced from ``start`` to ``end`` inclusive."""
-    dtype = dt.get_default_dtype() if dtype is None else dt.as_dtype(dtype)
-    dev = _dev(device)
-    arr = np.linspace(_number(start), _number(end), int(steps)).astype(dtype.np)
-    return _tensor_cls()._make(dev.backend.asarray(arr), dev).requires_grad_(requires_grad)
+    """``steps`` values evenly spaced from ``start`` to ``end`` inclusive.
+
+    >>> ember.linspace(0, 1, 5)
+    tensor([0.0000, 0.2500, 0.5000, 0.7500, 1.0000])
+    """
+    start, end = _number("linspace", start), _number("linspace", end)
+    steps = _steps("linspace", steps)
+    dtype = _dtype("linspace", dtype)
+    if dtype is dt.bool:
+        raise EmberTypeError("linspace: dtype bool is not supported")
+    if not dtype.is_floating_point:
+        start, end = int(start), int(end)
+    arr = _even_points(float(start), float(end), steps)
+    return _new("linspace", arr, dtype, device, requires_grad)
 
 
 def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None,
              requires_grad: bool = False):
-    """``base ** linspace(start, end, steps)``."""
-    dtype = dt.get_default_dtype() if dtype is None else dt.as_dtype(dtype)
-    arr = np.logspace(_number(start), _number(end), int(steps), base=base).astype(dtype.np)
-    dev = _dev(device)
-    return _tensor_cls()._make(dev.backend.asarray(arr), dev).requires_grad_(requires_grad)
+    """``base ** linspace(start, end, steps)``.
+
+    >>> ember.logspace(0, 2, 3)
+    tensor([  1.,  10., 100.])
+    """
+    start, end = _number("logspace", start), _number("logspace", end)
+    steps = _steps("logspace", steps)
+    dtype = _dtype("logspace", dtype)
+    if dtype is dt.bool:
+        raise EmberTypeError("logspace: dtype bool is not supported")
+    if not dtype.is_floating_point:
+        start, end = int(start), int(end)
+    arr = np.power(float(_number("logspace", base)), _even_points(float(start), float(end),
+                                                                 steps))
+    return _new("logspace", arr, dtype, device, requires_grad)
 
 
 def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad: bool = False):
-    """The n×m identity matrix."""
-    dtype = dt.get_default_dtype() if dtype is None else dt.as_dtype(dtype)
-    dev = _dev(device)
-    arr = dev.backend.xp.eye(n, n if m is None else m, dtype=dtype.np)
-    return _tensor_cls()._make(arr, dev).requires_grad_(requires_grad)
+    """The n×m identity matrix (m defaults to n).
+
+    >>> ember.eye(2)
+    tensor([[1., 0.],
+            [0., 1.]])
+    """
+    for name, v in (("n", n), ("m", n if m is None else m)):
+        if operator.index(v) < 0:
+            raise EmberError(f"eye: {name} must be greater or equal to 0, got {v}")
+    dtype = _dtype("eye", dtype)
+    return _new("eye", np.eye(n, n if m is None else m, dtype=dtype.np), dtype, device,
+                requires_grad)
 
 
 # Random numbers -------------------------------------------------------------------------
+_DEFAULT_SEED = 67280421310721  # what a fresh torch.Generator starts from
+
+
+def _entropy_seed() -> int:
+    return int(np.random.SeedSequence().entropy % (2 ** 63))
+
+
 class Generator:
-    """A random-number generator (PCG64), as ``torch.Generator``.
+    """A random-number generator (NumPy's PCG64 underneath), as ``torch.Generator``.
 
     >>> g = ember.Generator().manual_seed(0)
-    >>> ember.randn(2, generator=g)
+    >>> ember.randn(2, generator=g).shape
+    ember.Size([2])
     """
 
     def __init__(self, device="cpu"):
         self.device = _device(device)
-        self._seed = int(np.random.SeedSequence().entropy % (2 ** 63))
-        self._rng = self.device.backend.generator(self._seed)
+        self.manual_seed(_DEFAULT_SEED)
 
     def manual_seed(self, seed: int) -> "Generator":
-        self._seed = int(seed)
-        self._rng = self.device.backend.generator(self._seed)
+        """Restart the stream from ``seed``; returns self."""
+        self._seed = operator.index(seed)
+        self._rng = self.device.backend.generator(self._seed % (2 ** 64))
         return self
 
     def seed(self) -> int:
-        self.manual_seed(int(np.random.SeedSequence().entropy % (2 ** 63)))
+        """Restart from a seed drawn from the OS's entropy; returns that seed."""
+        self.manual_seed(_entropy_seed())
         return self._seed
 
     def initial_seed(self) -> int:
         return self._seed
 
     def get_state(self) -> dict:
-        """The generator state as a JSON-serialisable dict."""
+        """The generator state, as a JSON-serialisable dict (not a byte tensor)."""
         return {"seed": self._seed, "bit_generator": self._rng.bit_generator.state}
 
-    def set_state(self, state: dict) -> None:
-        self._seed = state["seed"]
-        self._rng.bit_generator.state = state["bit_generator"]
+    def set_state(self, new_state: dict) -> "Generator":
+        """Restore a state from :meth:`get_state`; returns self."""
+        self._seed = new_state["seed"]
+        self._rng.bit_generator.state = new_state["bit_generator"]
+        return self
 
 
-_default = threading.local()
+_default_gen: Generator | None = None
 
 
 def default_generator() -> Generator:
-    gen = getattr(_default, "gen", None)
-    if gen is None:
-        gen = _default.gen = Generator().manual_seed(
-            int(np.random.SeedSequence().entropy % (2 ** 63)))
-    return gen
+    """The process-wide generator random ops use when given none (seeded from entropy)."""
+    global _default_gen
+    if _default_gen is None:
+        _default_gen = Generator().manual_seed(_entropy_seed())
+    return _default_gen
 
 
 def manual_seed(seed: int) -> Generator:
-    """Seed the default generator, so random ops repeat from here on."""
+    """Seed the default generator, so random ops repeat from here on; returns it.
+
+    >>> ember.manual_seed(0)
+    """
     return default_generator().manual_seed(seed)
 
 
@@ -291,132 +591,226 @@ def seed() -> int:
 
 
 def initial_seed() -> int:
+    """The seed the default generator was last seeded with."""
     return default_generator().initial_seed()
 
 
 def get_rng_state() -> dict:
-    """The default generator's state (a JSON-serialisable dict)."""
+    """The default generator's state (a JSON-serialisable dict), for
+    :func:`set_rng_state`."""
     return default_generator().get_state()
 
 
-def set_rng_state(state: dict) -> None:
-    default_generator().set_state(state)
+def set_rng_state(new_state: dict) -> None:
+    """Restore the default generator's state from :func:`get_rng_state`."""
+    default_generator().set_state(new_state)
 
 
 def _rng(generator):
     return (generator or default_generator())._rng
 
 
-def _random(name, draw, size, generator, dtype, device, requires_grad, floating=True):
-    shape = _shape(size, name)
-    dtype = (dt.get_default_dtype() if floating else dt.int64) if dtype is None \
-        else dt.as_dtype(dtype)
-    dev = _dev(device)
-    arr = np.asarray(draw(_rng(generator), shape)).astype(dtype.np, copy=False)
-    return _tensor_cls()._make(dev.backend.asarray(arr), dev).requires_grad_(requires_grad)
+def _float_dtype(name: str, dtype) -> dt.DType:
+    dtype = _dtype(name, dtype)
+    if not dtype.is_floating_point:
+        raise EmberTypeError(f"{name}: expected a floating dtype, got {dtype.name}")
+    return dtype
+
+
+def _draw_dtype(dtype: dt.DType):
+    # NumPy's generators produce float32 or float64; narrower floats are cast from float32.
+    return np.float64 if dtype is dt.float64 else np.float32
+
+
+_MANTISSA_BITS = {"float16": 11, "bfloat16": 8}
 
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = False):
-    """Uniform random numbers in [0, 1)."""
-    return _random("rand", lambda r, s: r.random(s, np.float64 if dtype in (dt.float64, "float64")
-                                                 else np.float32),
-                   size, generator, dtype, device, requires_grad)
+    """Uniform random numbers in [0, 1).
+
+    >>> ember.rand(2, 3).shape
+    ember.Size([2, 3])
+    """
+    dtype = _float_dtype("rand", dtype)
+    arr = _rng(generator).random(_size(size, "rand"), _draw_dtype(dtype))
+    bits = _MANTISSA_BITS.get(dtype.name)
+    if bits is not None:  # round down to the grid the narrow type holds, so 1.0 never appears
+        arr = np.floor(arr * 2.0 ** bits) / 2.0 ** bits
+    return _new("rand", arr, dtype, device, requires_grad)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = False):
-    """Standard normal random numbers."""
-    return _random("randn", lambda r, s: r.standard_normal(
-        s, np.float64 if dtype in (dt.float64, "float64") else np.float32),
-        size, generator, dtype, device, requires_grad)
+    """Standard normal random numbers.
+
+    >>> ember.randn(2, 3).shape
+    ember.Size([2, 3])
+    """
+    dtype = _float_dtype("randn", dtype)
+    arr = _rng(generator).standard_normal(_size(size, "randn"), _draw_dtype(dtype))
+    return _new("randn", arr, dtype, device, requires_grad)
 
 
-def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None,
+def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None,
             requires_grad: bool = False):
-    """Random integers in [low, high). ``randint(10, (3,))`` or ``randint(2, 10, (3,))``."""
-    if size is None:
+    """Random integers in [low, high): ``randint(10, (3,))`` or ``randint(2, 10, (3,))``.
+
+    >>> ember.randint(0, 10, (3,)).dtype
+    ember.int64
+    """
+    if size is None:  # randint(high, size)
         low, high, size = 0, low, high
-    if high is None:
+    if high is None:  # randint(high, size=...)
         low, high = 0, low
-    if high <= low:
+    if size is None:
+        raise EmberTypeError("randint: size is required, e.g. randint(10, (3,))")
+    low, high = _number("randint", low), _number("randint", high)
+    if not (float(low).is_integer() and float(high).is_integer()):
+        raise EmberTypeError(f"randint: low and high must be integers, got low={low}, "
+                             f"high={high}")
+    low, high = int(low), int(high)
+    if low >= high:
         raise EmberError(f"randint: expected low < high, got low={low}, high={high}")
-    return _random("randint", lambda r, s: r.integers(low, high, s), (size,), generator,
-                   dtype, device, requires_grad, floating=False)
+    dtype = _dtype("randint", dtype, dt.int64)
+    if dtype._category == dt._INT:
+        info = np.iinfo(dtype.np)
+        if low < info.min or high - 1 > info.max:
+            raise EmberError(f"randint: [{low}, {high}) does not fit in dtype {dtype.name} "
+                             f"([{info.min}, {info.max}])")
+    elif dtype is dt.bool and (low < 0 or high > 2):
+        raise EmberError(f"randint: [{low}, {high}) does not fit in dtype bool")
+    arr = _rng(generator).integers(low, high, _size((size,), "randint"), dtype=np.int64)
+    return _new("randint", arr, dtype, device, requires_grad)
 
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None,
            requires_grad: bool = False):
-    """Normal random numbers; ``mean``/``std`` may be tensors (then the shape is theirs)."""
-    Tensor = _tensor_cls()
+    """Normal random numbers with the given ``mean`` and ``std``.
+
+    ``mean`` and ``std`` may be tensors (the result then has their broadcast shape and
+    dtype), or numbers with ``size`` given.
+
+    >>> ember.normal(2.0, 0.5, (3,)).shape
+    ember.Size([3])
+    """
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
+        if isinstance(std, Tensor) and std.numel() and bool((std < 0).any()):
+            raise EmberError("normal: expects std >= 0.0, but found a negative std")
+        if not isinstance(std, Tensor) and std < 0:
+            raise EmberError(f"normal: expects std >= 0.0, but found std {std}")
+        out_dtype = dt.result_type(mean, std)
+        if not out_dtype.is_floating_point:
+            raise EmberTypeError(f"normal: expected floating mean and std, got "
+                                 f"{out_dtype.name}")
+        shape = np.broadcast_shapes(*(tuple(v.shape) for v in (mean, std)
+                                      if isinstance(v, Tensor)))
         ref = mean if isinstance(mean, Tensor) else std
-        noise = randn_like(ref if size is None else zeros(size, dtype=ref.dtype),
-                           generator=generator)
+        noise = randn(shape, generator=generator, dtype=out_dtype, device=ref.device)
         return (noise * std + mean).detach()
     if size is None:
-        raise EmberError("normal: size is required when mean and std are numbers")
-    return _random("normal", lambda r, s: r.normal(mean, std, s), (size,), generator, dtype,
-                   device, requires_grad)
+        raise EmberTypeError("normal: size is required when mean and std are numbers")
+    if std < 0:
+        raise EmberError(f"normal: expects std >= 0.0, but found std {std}")
+    dtype = _float_dtype("normal", dtype)
+    arr = _rng(generator).standard_normal(_size((size,), "normal"), _draw_dtype(dtype))
+    return _new("normal", arr * _draw_dtype(dtype)(std) + _draw_dtype(dtype)(mean), dtype,
+                device, requires_grad)
 
 
-def rand_like(input, *, generator=None, dtype=None, device=None, requires_grad=False):
-    return rand(tuple(input.shape), generator=generator, dtype=dtype or input.dtype,
+def rand_like(input, *, generator=None, dtype=None, device=None, requires_grad=False,
+              memory_format=None):
+    """:func:`rand` with ``input``'s shape, and its dtype and device unless given."""
+    return rand(input.shape, generator=generator, dtype=dtype or input.dtype,
                 device=device or input.device, requires_grad=requires_grad)
 
 
-def randn_like(input, *, generator=None, dtype=None, device=None, requires_grad=False):
-    return randn(tuple(input.shape), generator=generator, dtype=dtype or input.dtype,
+def randn_like(input, *, generator=None, dtype=None, device=None, requires_grad=False,
+               memory_format=None):
+    """:func:`randn` with ``input``'s shape, and its dtype and device unless given."""
+    return randn(input.shape, generator=generator, dtype=dtype or input.dtype,
                  device=device or input.device, requires_grad=requires_grad)
 
 
-def randint_like(input, low, high=None, *, generator=None, dtype=None, device=None):
-    return randint(low, high, tuple(input.shape), generator=generator,
-                   dtype=dtype or input.dtype, device=device or input.device)
+def randint_like(input, low=0, high=None, *, generator=None, dtype=None, device=None,
+                 requires_grad=False, memory_format=None):
+    """:func:`randint` with ``input``'s shape, and its dtype and device unless given:
+    ``randint_like(x, 10)`` or ``randint_like(x, 2, 10)``."""
+    if high is None:
+        low, high = 0, low
+    return randint(low, high, input.shape, generator=generator, dtype=dtype or input.dtype,
+                   device=device or input.device, requires_grad=requires_grad)
 
 
 def randperm(n: int, *, generator=None, dtype=None, device=None, requires_grad=False):
-    """A random permutation of 0..n-1."""
-    return _random("randperm", lambda r, s: r.permutation(n), (n,), generator, dtype, device,
-                   requires_grad, floating=False)
+    """A random permutation of ``0 .. n-1``.
+
+    >>> ember.randperm(4).sort().values
+    tensor([0, 1, 2, 3])
+    """
+    n = operator.index(n)
+    if n < 0:
+        raise EmberError(f"randperm: n must be non-negative, got {n}")
+    dtype = _dtype("randperm", dtype, dt.int64)
+    return _new("randperm", _rng(generator).permutation(n), dtype, device, requires_grad)
 
 
 def bernoulli(input, p=None, *, generator=None):
-    """1 with probability ``input`` (or ``p``), else 0; same shape and dtype as input."""
-    prob = input._data if p is None else p
-    arr = (_rng(generator).random(tuple(input.shape)) < prob).astype(input.dtype.np)
-    return _tensor_cls()._make(input.device.backend.asarray(arr), input.device)
+    """1 with probability ``input`` (or ``p`` for every element), else 0; the result has
+    ``input``'s shape and dtype.
+
+    >>> ember.bernoulli(ember.tensor([0.0, 1.0]))
+    tensor([0., 1.])
+    """
+    if not input.dtype.is_floating_point:
+        raise EmberTypeError(f"bernoulli: expected a floating input, got {input.dtype.name}")
+    prob = np.asarray(input._device.backend.to_numpy(input._data) if p is None else p,
+                      dtype=np.float64)
+    if prob.size and not ((prob >= 0) & (prob <= 1)).all():
+        raise EmberError("bernoulli: expected all probabilities in [0, 1]")
+    arr = _rng(generator).random(tuple(input.shape)) < prob
+    return _new("bernoulli", arr, input.dtype, input.device, False)
 
 
 def multinomial(input, num_samples: int, replacement: bool = False, *, generator=None):
-    """Indices sampled from the rows of ``input`` (unnormalised probabilities)."""
-    probs = np.asarray(input.detach().numpy(), dtype=np.float64)
+    """Indices drawn from the rows of ``input`` (non-negative weights, 1-D or 2-D).
+
+    >>> ember.multinomial(ember.tensor([0.0, 1.0, 0.0]), 2, replacement=True)
+    tensor([1, 1])
+    """
+    if not input.dtype.is_floating_point:
+        raise EmberTypeError(f"multinomial: expected a floating input, got {input.dtype.name}")
+    if input.ndim not in (1, 2):
+        raise EmberError(f"multinomial: expected a 1-D or 2-D input, got shape "
+                         f"{tuple(input.shape)}")
+    if num_samples <= 0:
+        raise EmberError(f"multinomial: num_samples must be positive, got {num_samples}")
+    probs = np.asarray(input._device.backend.to_numpy(input._data), dtype=np.float64)
     rows = probs.reshape(-1, probs.shape[-1])
-    if (rows < 0).any() or not np.isfinite(rows).all() or (rows.sum(-1) <= 0).any():
-        raise EmberError("multinomial: probabilities must be finite, non-negative and not "
-                         "all zero")
-    if not replacement and num_samples > rows.shape[-1]:
-        raise EmberError(f"multinomial: cannot sample {num_samples} > {rows.shape[-1]} "
-                         "categories without replacement")
+    if (rows < 0).any() or not np.isfinite(rows).all():
+        raise EmberError("multinomial: probabilities must be finite and non-negative")
+    if (rows.sum(-1) <= 0).any():
+        raise EmberError("multinomial: a row of probabilities sums to zero")
+    if not replacement and ((rows > 0).sum(-1) < num_samples).any():
+        raise EmberError(f"multinomial: cannot draw {num_samples} samples without "
+                         f"replacement from a row with fewer non-zero weights (shape "
+                         f"{tuple(input.shape)})")
     rng = _rng(generator)
     out = np.stack([rng.choice(rows.shape[-1], num_samples, replace=replacement,
                                p=r / r.sum()) for r in rows])
-    out = out.reshape(probs.shape[:-1] + (num_samples,)).astype(np.int64)
-    return _tensor_cls()._make(input.device.backend.asarray(out), input.device)
+    out = out.reshape(probs.shape[:-1] + (num_samples,))
+    return _new("multinomial", out, dt.int64, input.device, False)
 
 
-# Moving between devices --------------------------------------------------------------
+# Moving between devices -----------------------------------------------------------------
 def _to_device_forward(xp, a, device):
     return device.backend.asarray(a.get() if hasattr(a, "get") else a)
 
 
-_TO_DEVICE = register("to_device", _to_device_forward, lambda n, g: to_device(g, n.inputs[0].device),
-                      saves_inputs=False)
+_TO_DEVICE = register("to_device", _to_device_forward,
+                      lambda n, g: (to_device(g, n.inputs[0].device),), saves_inputs=False)
 
 
 def to_device(input, device):
     """``input`` copied to ``device`` (differentiable)."""
-    from ..tensor import Tensor
-    from ..autograd import grad_mode
-    from ..autograd.graph import Node, edge_of
     arr = _to_device_forward(None, input._data, device)
     out = Tensor._make(arr, device)
     if grad_mode.is_grad_enabled() and input._requires_grad:

@@ -34,9 +34,12 @@ def normalize_index(index, device):
         elif isinstance(item, numbers.Integral):
             out.append(int(item))
         elif isinstance(item, Tensor):
-            if item.dtype.is_floating_point:
+            if item.dtype not in _INDEX_DTYPES:
                 raise _index_dtype_error(item.dtype)
-            if item.ndim == 0 and item.dtype is not dt.bool:
+            if item.dtype is dt.uint8:  # a byte tensor is a mask, as in PyTorch
+                out.append(item._data.astype(bool))
+                basic = False
+            elif item.ndim == 0 and item.dtype is not dt.bool:
                 out.append(int(item.item()))
             else:
                 out.append(item._data)
@@ -54,6 +57,9 @@ def normalize_index(index, device):
     return tuple(out), basic
 
 
+_INDEX_DTYPES = (dt.int64, dt.int32, dt.uint8, dt.bool)
+
+
 def _index_dtype_error(dtype):
     name = getattr(dtype, "name", str(dtype))
     return EmberIndexError(f"index: tensors used as indices must be long, int, byte or bool "
@@ -65,7 +71,23 @@ def _int_or_none(v):
 
 
 def _index_forward(xp, a, index):
-    return a[index]
+    try:
+        return a[index]
+    except IndexError as exc:
+        raise _bad_index("index", a.shape, exc) from None
+
+
+def _index_view_forward(xp, a, index):
+    # ints alone would give a NumPy scalar; a trailing ... keeps the result a 0-d view
+    if not any(i is Ellipsis for i in index):
+        index = index + (Ellipsis,)
+    return _index_forward(xp, a, index)
+
+
+def _bad_index(op, shape, exc):
+    """NumPy's IndexError, said in PyTorch's words, with the op and the tensor's shape."""
+    text = str(exc).replace("axis", "dimension").replace("array", "tensor")
+    return EmberIndexError(f"{op}: {text} (tensor of shape {tuple(shape)})")
 
 
 def _index_vjp(n, g):
@@ -82,7 +104,7 @@ def _index_backward_forward(xp, g, shape, index, accumulate):
     return out
 
 
-_INDEX_VIEW = register("index_view", _index_forward, _index_vjp, is_view=True,
+_INDEX_VIEW = register("index_view", _index_view_forward, _index_vjp, is_view=True,
                        saves_inputs=False)
 _INDEX = register("index", _index_forward, _index_vjp, saves_inputs=False)
 _INDEX_BACKWARD = register("index_backward", _index_backward_forward,
@@ -107,10 +129,13 @@ def slice_dim(input, dim: int, start: int, stop: int):
 
 def _index_put_forward(xp, a, v, index, accumulate):
     out = a.copy()
-    if accumulate:
-        xp.add.at(out, index, v)
-    else:
-        out[index] = v
+    try:
+        if accumulate:
+            xp.add.at(out, index, v)
+        else:
+            out[index] = v
+    except IndexError as exc:
+        raise _bad_index("index_put", a.shape, exc) from None
     return out
 
 
@@ -166,6 +191,6 @@ def setitem(input, index, value) -> None:
 
 def _setitem_error(input, value, exc):
     if isinstance(exc, IndexError):
-        return EmberIndexError(f"setitem: {exc} (tensor of shape {tuple(input.shape)})")
+        return _bad_index("setitem", input.shape, exc)
     return EmberError(f"setitem: can't assign a value of shape {tuple(value.shape)} to a "
                       f"region of a tensor of shape {tuple(input.shape)}: {exc}")

@@ -124,11 +124,17 @@ def inplace(name: str, target, compute, others=(), direct=None):
     target._version[0] += 1
     target._node, target._out_index = out._node, out._out_index
     target._requires_grad = out._requires_grad
-    base = target._base
-    if base is not None:
-        base_old = _alias(base)
-        new_base = apply(_VIEW_SCATTER, base_old, out, chain=_view_chain(target))
-        base._node, base._out_index = new_base._node, new_base._out_index
-        base._requires_grad = new_base._requires_grad
-        target._view_version = target._version[0]
+    if target._base is not None:
+        update_view_base(target)
     return target
+
+
+def update_view_base(view) -> None:
+    """After ``view`` was written in place and given its new graph node, make its base's
+    graph say so: base = base with the view's region replaced (``view_scatter``)."""
+    base = view._base
+    # Aliases, not the tensors: the base's node must not hold the view (a cycle).
+    new_base = apply(_VIEW_SCATTER, _alias(base), _alias(view), chain=_view_chain(view))
+    base._node, base._out_index = new_base._node, new_base._out_index
+    base._requires_grad = new_base._requires_grad
+    view._view_version = view._version[0]

@@ -1,5 +1,1023 @@
 """Selecting and scattering by index or mask; sorting: gather, scatter, index_select,
-masked ops, take_along_dim, sort, topk, unique, nonzero."""
+masked ops, take_along_dim, sort, topk, unique, nonzero.
+
+The index-driven primitives take their index as a tensor input and check its values in
+the forward, where they are known: an index out of range is an EmberIndexError that
+names the op and the size, never a NumPy traceback or a silent wrap-around. As in
+PyTorch, a 0-d input, index or source is treated as a 1-d tensor of one element.
+In-place variants (``x.scatter_(...)``, ``x.index_add_(...)``, ``x.masked_fill_(...)``)
+are attached to Tensor at the bottom of this file.
+"""
 from __future__ import annotations
 
-__all__: list[str] = []
+import numbers
+from typing import NamedTuple
+
+import numpy as np
+
+from .. import dtypes as dt
+from ..autograd import grad_mode
+from ..errors import EmberError, EmberIndexError, EmberTypeError, ShapeError
+from ..tensor import Tensor
+from ._promote import promote, scalar_tensor
+from .elementwise import where
+from .inplace import inplace
+from .reduce import sum as _sum
+from .registry import apply, register
+from .shape import cat, contiguous, expand, narrow, reshape, squeeze, wrap_dim
+
+__all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "index_select", "index_add",
+           "index_copy", "index_fill", "masked_fill", "masked_select", "masked_scatter",
+           "take", "take_along_dim", "sort", "argsort", "msort", "topk", "kthvalue",
+           "unique", "unique_consecutive", "nonzero", "argwhere", "searchsorted",
+           "bucketize"]
+NOT_METHODS = ("searchsorted", "bucketize")
+
+
+class SortResult(NamedTuple):
+    """What :func:`sort` returns: ``values`` and the ``indices`` they came from."""
+    values: Tensor
+    indices: Tensor
+
+
+class TopkResult(NamedTuple):
+    """What :func:`topk` returns."""
+    values: Tensor
+    indices: Tensor
+
+
+class KthvalueResult(NamedTuple):
+    """What :func:`kthvalue` returns."""
+    values: Tensor
+    indices: Tensor
+
+
+# Argument checks -------------------------------------------------------------------------
+_INT32_64 = (dt.int32, dt.int64)
+_INT64 = (dt.int64,)
+
+
+def _check_index(op, index, allowed, name="index"):
+    if not isinstance(index, Tensor):
+        raise EmberTypeError(f"{op}: expected {name} to be a Tensor, got "
+                             f"{type(index).__name__}")
+    if index.dtype not in allowed:
+        want = " or ".join(d.name for d in allowed)
+        raise EmberTypeError(f"{op}: expected dtype {want} for {name}, got {index.dtype.name}")
+
+
+def _check_range(op, index, size, dim, negative=False):
+    """Every value of the backend array ``index`` must address a dim of length ``size``
+    (negative values count from the end when ``negative``)."""
+    if index.size == 0:
+        return
+    lo, hi = int(index.min()), int(index.max())
+    low = -size if negative else 0
+    if lo < low or hi >= size:
+        raise EmberIndexError(f"{op}: index {lo if lo < low else hi} is out of bounds for "
+                              f"dimension {dim} with size {size}")
+
+
+def _check_same_dtype(op, input, other, name):
+    if not isinstance(other, Tensor):
+        raise EmberTypeError(f"{op}: expected {name} to be a Tensor, got {type(other).__name__}")
+    if other.dtype is not input.dtype:
+        raise EmberTypeError(f"{op}: expected self and {name} to have the same dtype, got "
+                             f"{input.dtype.name} and {other.dtype.name}")
+
+
+def _check_mask(op, mask):
+    if not isinstance(mask, Tensor) or mask.dtype is not dt.bool:
+        got = mask.dtype.name if isinstance(mask, Tensor) else type(mask).__name__
+        raise EmberTypeError(f"{op}: expected a bool tensor for mask, got {got}")
+
+
+def _fill_value(op, value, input):
+    """``value`` (a number or a 0-d tensor) as a 0-d tensor of ``input``'s dtype."""
+    if isinstance(value, Tensor):
+        if value.ndim:
+            raise EmberError(f"{op}: only supports a 0-dimensional value tensor, but got a "
+                             f"tensor with {value.ndim} dimension(s)")
+        return value if value.dtype is input.dtype else value.to(input.dtype)
+    if not isinstance(value, (numbers.Number, np.bool_)) or isinstance(value, complex):
+        raise EmberTypeError(f"{op}: expected value to be a number or a 0-d Tensor, got "
+                             f"{type(value).__name__}")
+    return scalar_tensor(value, input.dtype, input.device)
+
+
+def _lift(t):
+    """A 0-d tensor as 1-d of one element (PyTorch's rule for the index ops)."""
+    return reshape(t, (1,)) if t.ndim == 0 else t
+
+
+def _lift_array(a):
+    return a.reshape(1) if a.ndim == 0 else a
+
+
+def _restore(out, like):
+    return reshape(out, ()) if like.ndim == 0 else out
+
+
+# Writing at an index: shared by the forwards and the in-place fast paths ------------------
+_UFUNCS = {"sum": "add", "mean": "add", "prod": "multiply", "amax": "maximum",
+           "amin": "minimum"}
+
+
+def _identity(reduce, dtype):
+    """The value a position starts from when ``include_self=False``."""
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    if dtype == np.bool_:
+        return reduce == "amin"
+    if dt.as_dtype(dtype).is_floating_point:
+        return -np.inf if reduce == "amax" else np.inf
+    info = np.iinfo(dtype)
+    return info.min if reduce == "amax" else info.max
+
+
+def _scatter_coords(xp, index, dim):
+    """Where each element of ``index`` writes: its value along ``dim``, its own position
+    along the other dims (broadcasting index arrays)."""
+    nd = index.ndim
+    return tuple(index if d == dim else xp.arange(s).reshape((1,) * d + (s,) + (1,) * (nd - d - 1))
+                 for d, s in enumerate(index.shape))
+
+
+def _scatter_write(xp, out, index, src, dim, reduce, include_self, op):
+    """``out[..., index[i], ...] = src[i]`` (or combined by ``reduce``), in place."""
+    _check_range(op, index, out.shape[dim], dim)
+    at = _scatter_coords(xp, index, dim)
+    if reduce is None:
+        out[at] = src
+        return out
+    if not include_self:
+        out[at] = _identity(reduce, out.dtype)
+    getattr(xp, _UFUNCS[reduce]).at(out, at, src)
+    if reduce == "mean":
+        count = xp.zeros(out.shape, np.int64)
+        xp.add.at(count, at, 1)
+        count = xp.maximum(count + 1 if include_self else count, 1)
+        out[...] = out / count if out.dtype.kind not in "iub" else out // count
+    return out
+
+
+def _index_write(xp, out, index, src, dim, accumulate, op, negative=False):
+    """``out.index_copy_``/``index_add_``/``index_fill_`` along ``dim``, in place."""
+    _check_range(op, index, out.shape[dim], dim, negative)
+    at = (slice(None),) * dim + (index,)
+    if accumulate:
+        xp.add.at(out, at, src)
+    else:
+        out[at] = src
+    return out
+
+
+# gather / scatter -------------------------------------------------------------------------
+def _gather_forward(xp, a, index, dim):
+    _check_range("gather", index, a.shape[dim], dim)
+    region = a[tuple(slice(None) if d == dim else slice(0, s) for d, s in enumerate(index.shape))]
+    return xp.take_along_axis(region, index, axis=dim)
+
+
+def _gather_vjp(n, g):
+    index = n.saved_inputs()[1]
+    return apply(_SCATTER_ADD, g.new_zeros(n.inputs[0].shape), index, g,
+                 dim=n.params["dim"]), None
+
+
+def _scatter_vjp(n, g):
+    index = n.saved_inputs()[1]
+    dim = n.params["dim"]
+    ga = gs = None
+    if n.edges[0]:  # positions overwritten by src get no gradient
+        ga = apply(_SCATTER, g, index, expand(g.new_zeros(()), tuple(index.shape)), dim=dim)
+    if n.edges[2]:
+        gs = apply(_GATHER, g, index, dim=dim)
+    return ga, None, gs
+
+
+def _scatter_add_vjp(n, g):
+    index = n.saved_inputs()[1]
+    gs = apply(_GATHER, g, index, dim=n.params["dim"]) if n.edges[2] else None
+    return g, None, gs
+
+
+_GATHER = register("gather", _gather_forward, _gather_vjp)
+_SCATTER = register(
+    "scatter", lambda xp, a, index, src, dim:
+    _scatter_write(xp, a.copy(), index, src, dim, None, True, "scatter"), _scatter_vjp)
+_SCATTER_ADD = register(
+    "scatter_add", lambda xp, a, index, src, dim:
+    _scatter_write(xp, a.copy(), index, src, dim, "sum", True, "scatter_add"), _scatter_add_vjp)
+
+
+def gather(input, dim: int, index, *, sparse_grad: bool = False):
+    """Values of ``input`` along ``dim`` at ``index``: for dim=1,
+    ``out[i][j] = input[i][index[i][j]]``. ``index`` has input's number of dims and is
+    no larger than it along the other dims; the result has index's shape.
+
+    >>> ember.gather(ember.tensor([[1, 2], [3, 4]]), 1, ember.tensor([[0, 0], [1, 0]]))
+    tensor([[1, 1],
+            [4, 3]])
+    """
+    if sparse_grad:
+        raise NotImplementedError("gather: sparse_grad=True is not supported (ember has no "
+                                  "sparse tensors)")
+    _check_index("gather", index, _INT32_64)
+    x, idx = _lift(input), _lift(index)
+    d = wrap_dim(dim, x.ndim, "gather")
+    if idx.ndim != x.ndim:
+        raise ShapeError(f"gather: index tensor must have the same number of dimensions as "
+                         f"input tensor (got index of shape {tuple(index.shape)} and input "
+                         f"of shape {tuple(input.shape)})")
+    for k in range(x.ndim):
+        if k != d and idx.shape[k] > x.shape[k]:
+            raise ShapeError(f"gather: expected index {list(index.shape)} to be no larger than "
+                             f"self {list(input.shape)} apart from dimension {d}")
+    out = apply(_GATHER, x, idx, dim=d)
+    return reshape(out, tuple(index.shape)) if index.ndim == 0 else out
+
+
+def _prep_scatter(op, input, dim, index, src):
+    """Check a scatter's arguments; returns (input, dim, index, src) with 0-d lifted and
+    src cut down to index's shape."""
+    _check_index(op, index, _INT32_64)
+    x, idx, s = _lift(input), _lift(index), _lift(src)
+    d = wrap_dim(dim, x.ndim, op)
+    if not idx.ndim == x.ndim == s.ndim:
+        raise ShapeError(f"{op}: index, self and src must have the same number of dimensions "
+                         f"(got shapes {tuple(index.shape)}, {tuple(input.shape)} and "
+                         f"{tuple(src.shape)})")
+    for k in range(x.ndim):
+        if idx.shape[k] > s.shape[k] or (k != d and idx.shape[k] > x.shape[k]):
+            raise ShapeError(f"{op}: expected index {list(index.shape)} to be no larger than "
+                             f"self {list(input.shape)} apart from dimension {d} and no "
+                             f"larger than src {list(src.shape)}")
+    if s.shape != idx.shape:
+        s = s[tuple(slice(0, n) for n in idx.shape)]
+    return x, d, idx, s
+
+
+def _scatter_src(op, input, index, src, value):
+    if (src is None) == (value is None):
+        raise EmberTypeError(f"{op}: expected exactly one of src (a Tensor) and value "
+                             "(a number)")
+    if isinstance(src, Tensor):
+        _check_same_dtype(op, input, src, "src")
+        return src
+    v = _fill_value(op, src if value is None else value, input)
+    return expand(v, tuple(index.shape)) if isinstance(index, Tensor) else v
+
+
+_SCATTER_MODES = {None: None, "add": "sum", "multiply": "prod"}  # scatter's reduce names
+
+
+def scatter(input, dim: int, index, src=None, value=None, *, reduce: str | None = None):
+    """A copy of ``input`` with ``src`` (a tensor, or the number ``value``) written at
+    ``index`` along ``dim``: for dim=0, ``out[index[i][j]][j] = src[i][j]``. With
+    ``reduce='add'`` or ``'multiply'`` the written values are combined with what is there.
+    Where ``index`` repeats a position, the last write wins.
+
+    >>> ember.zeros(3).scatter(0, ember.tensor([2, 0]), ember.tensor([5.0, 6.0]))
+    tensor([6., 0., 5.])
+    """
+    s = _scatter_src("scatter", input, index, src, value)
+    if reduce not in _SCATTER_MODES:
+        raise EmberError(f"scatter: reduce argument must be either add or multiply, got "
+                         f"{reduce!r}")
+    x, d, index, s = _prep_scatter("scatter", input, dim, index, s)
+    if reduce is None:
+        out = apply(_SCATTER, x, index, s, dim=d)
+    elif reduce == "add":
+        out = apply(_SCATTER_ADD, x, index, s, dim=d)
+    else:
+        out = apply(_SCATTER_REDUCE, x, index, s, dim=d, reduce="prod", include_self=True)
+    return _restore(out, input)
+
+
+def scatter_add(input, dim: int, index, src):
+    """A copy of ``input`` with ``src`` added at ``index`` along ``dim`` (repeated
+    positions accumulate): for dim=0, ``out[index[i][j]][j] += src[i][j]``.
+
+    >>> ember.zeros(3).scatter_add(0, ember.tensor([2, 2, 0]), ember.tensor([1.0, 2.0, 3.0]))
+    tensor([3., 0., 3.])
+    """
+    _check_same_dtype("scatter_add", input, src, "src")
+    x, d, index, s = _prep_scatter("scatter_add", input, dim, index, src)
+    return _restore(apply(_SCATTER_ADD, x, index, s, dim=d), input)
+
+
+# scatter_reduce ------------------------------------------------------------------------
+def _scatter_reduce_vjp(n, g):
+    a, index, src = n.saved_inputs()
+    dim, reduce, include_self = n.params["dim"], n.params["reduce"], n.params["include_self"]
+    out = n.output(0)
+
+    def gather_(t):
+        return apply(_GATHER, t, index, dim=dim)
+
+    def scatter_(t, s, how, self_too=True):
+        return apply(_SCATTER_REDUCE, t, index, s, dim=dim, reduce=how, include_self=self_too)
+
+    def zero_scattered(t):
+        return apply(_SCATTER, t, index, expand(t.new_zeros(()), tuple(index.shape)), dim=dim)
+
+    if reduce in ("sum", "mean"):
+        if reduce == "mean":
+            count = scatter_(g.new_zeros(a.shape) + (1 if include_self else 0),
+                             g.new_ones(()).expand(tuple(index.shape)), "sum")
+            g = g / where(count == 0, 1.0, count)
+        ga, gs = g, gather_(g)
+    elif reduce in ("amax", "amin"):
+        # the gradient is shared evenly by every element equal to the result
+        self_hit = (a == out).to(g.dtype)
+        if not include_self:
+            self_hit = zero_scattered(self_hit)
+        src_hit = (src == gather_(out)).to(g.dtype)
+        share = g / scatter_(self_hit, src_hit, "sum")
+        ga, gs = self_hit * share, src_hit * gather_(share)
+    else:
+        ga = g * scatter_(g.new_ones(a.shape), src, "prod")  # product of the others
+        # d out / d src_j is out / src_j, or, for the one zero at a position, the product
+        # of the rest (there is none to take when a position has several zeros)
+        zero = src == 0
+        zeros_there = gather_(scatter_(g.new_zeros(a.shape), zero.to(g.dtype), "sum"))
+        if grad_mode.is_grad_enabled() and n.edges[2] and bool((zeros_there._data > 1).any()):
+            raise EmberError("scatter_reduce: double backward is unsupported for src when "
+                             "more than one zero of src is reduced into the same position")
+        rest = gather_(g * scatter_(a, where(zero, 1.0, src), "prod", include_self))
+        gs = where(zero, where(zeros_there == 1, rest, 0.0),
+                   gather_(g * out) / where(zero, 1.0, src))
+    if not include_self:
+        ga = zero_scattered(ga)
+    return (ga if n.edges[0] else None), None, (gs if n.edges[2] else None)
+
+
+_SCATTER_REDUCE = register(
+    "scatter_reduce", lambda xp, a, index, src, dim, reduce, include_self:
+    _scatter_write(xp, a.copy(), index, src, dim, reduce, include_self, "scatter_reduce"),
+    _scatter_reduce_vjp, saves_outputs=True)
+
+
+def scatter_reduce(input, dim: int, index, src, reduce: str, *, include_self: bool = True):
+    """A copy of ``input`` with the values of ``src`` reduced into it at ``index`` along
+    ``dim``: ``reduce`` is ``'sum'``, ``'prod'``, ``'mean'``, ``'amax'`` or ``'amin'``.
+    With ``include_self=False`` the values of ``input`` at the written positions are left
+    out of the reduction. Integer ``'mean'`` rounds down, as PyTorch does.
+
+    >>> ember.tensor([1.0, 2.0]).scatter_reduce(0, ember.tensor([0, 0]),
+    ...                                          ember.tensor([5.0, 3.0]), "amax")
+    tensor([5., 2.])
+    """
+    if reduce not in _UFUNCS:
+        raise EmberError(f"scatter_reduce: reduce argument must be one of sum, prod, mean, "
+                         f"amax, amin, got {reduce!r}")
+    _check_same_dtype("scatter_reduce", input, src, "src")
+    x, d, index, s = _prep_scatter("scatter_reduce", input, dim, index, src)
+    return _restore(apply(_SCATTER_REDUCE, x, index, s, dim=d, reduce=reduce,
+                          include_self=bool(include_self)), input)
+
+
+# index_select / index_add / index_copy / index_fill ----------------------------------------
+def _index_select_forward(xp, a, index, dim):
+    _check_range("index_select", index, a.shape[dim], dim)
+    return xp.take(a, index, axis=dim)
+
+
+def _index_select_vjp(n, g):
+    index = n.saved_inputs()[1]
+    return apply(_INDEX_ADD, g.new_zeros(n.inputs[0].shape), index, g, dim=n.params["dim"],
+                 alpha=1), None
+
+
+def _index_add_vjp(n, g):
+    index = n.saved_inputs()[1]
+    gs = None
+    if n.edges[2]:
+        gs = apply(_INDEX_SELECT, g, index, dim=n.params["dim"])
+        gs = gs * n.params["alpha"] if n.params["alpha"] != 1 else gs
+    return g, None, gs
+
+
+def _index_copy_vjp(n, g):
+    index = n.saved_inputs()[1]
+    dim = n.params["dim"]
+    ga = apply(_INDEX_FILL, g, index, g.new_zeros(()), dim=dim) if n.edges[0] else None
+    gs = apply(_INDEX_SELECT, g, index, dim=dim) if n.edges[2] else None
+    return ga, None, gs
+
+
+def _index_fill_vjp(n, g):
+    index = n.saved_inputs()[1]
+    kept = apply(_INDEX_FILL, g, index, g.new_zeros(()), dim=n.params["dim"])
+    gv = _sum(g - kept) if n.edges[2] else None  # exactly g at the filled positions
+    return (kept if n.edges[0] else None), None, gv
+
+
+def _index_add_forward(xp, a, index, source, dim, alpha):
+    if alpha != 1:
+        source = source * xp.asarray(alpha, dtype=a.dtype)
+    return _index_write(xp, a.copy(), index, source, dim, True, "index_add")
+
+
+_INDEX_SELECT = register("index_select", _index_select_forward, _index_select_vjp)
+_INDEX_ADD = register("index_add", _index_add_forward, _index_add_vjp)
+_INDEX_COPY = register(
+    "index_copy", lambda xp, a, index, source, dim:
+    _index_write(xp, a.copy(), index, source, dim, False, "index_copy"), _index_copy_vjp)
+_INDEX_FILL = register(
+    "index_fill", lambda xp, a, index, value, dim:
+    _index_write(xp, a.copy(), index, value, dim, False, "index_fill", negative=True),
+    _index_fill_vjp)
+
+
+def _prep_index(op, input, dim, index, allowed):
+    _check_index(op, index, allowed)
+    if index.ndim > 1:
+        raise EmberIndexError(f"{op}: index is supposed to be a vector, got shape "
+                              f"{tuple(index.shape)}")
+    x = _lift(input)
+    return x, wrap_dim(dim, x.ndim, op), _lift(index)
+
+
+def _prep_source(op, input, dim, index, source):
+    """Check an index_add/index_copy: returns (input, dim, index, source), 0-d lifted."""
+    x, d, idx = _prep_index(op, input, dim, index, _INT32_64 if op.startswith("index_add")
+                            else _INT64)
+    _check_same_dtype(op, input, source, "source")
+    s = _lift(source)
+    want = tuple(x.shape[:d]) + (idx.shape[0],) + tuple(x.shape[d + 1:])
+    if tuple(s.shape) != want:
+        raise ShapeError(f"{op}: source must have self's shape apart from dimension {d}, "
+                         f"where its size is the number of indices ({idx.shape[0]}); got "
+                         f"self.shape = {list(input.shape)}, index.shape = "
+                         f"{list(index.shape)}, source.shape = {list(source.shape)}")
+    return x, d, idx, s
+
+
+def index_select(input, dim: int, index):
+    """The slices of ``input`` at positions ``index`` (a 1-d int32/int64 tensor) along
+    ``dim``, in that order (a copy).
+
+    >>> ember.index_select(ember.tensor([[1, 2], [3, 4]]), 0, ember.tensor([1, 1]))
+    tensor([[3, 4],
+            [3, 4]])
+    """
+    x, d, idx = _prep_index("index_select", input, dim, index, _INT32_64)
+    return _restore(apply(_INDEX_SELECT, x, idx, dim=d), input)
+
+
+def _alpha(alpha, dtype):
+    # an integer tensor takes alpha truncated to its dtype, as PyTorch does
+    return alpha if dtype.is_floating_point else np.asarray(alpha).astype(dtype.np).item()
+
+
+def index_add(input, dim: int, index, source, *, alpha=1):
+    """A copy of ``input`` with ``alpha * source`` added at positions ``index`` along
+    ``dim`` (repeated indices accumulate). ``source`` has input's shape, except that along
+    ``dim`` its size is ``len(index)``.
+
+    >>> ember.zeros(3).index_add(0, ember.tensor([0, 0, 2]), ember.tensor([1.0, 2.0, 3.0]))
+    tensor([3., 0., 3.])
+    """
+    x, d, idx, s = _prep_source("index_add", input, dim, index, source)
+    return _restore(apply(_INDEX_ADD, x, idx, s, dim=d, alpha=_alpha(alpha, input.dtype)),
+                    input)
+
+
+def index_copy(input, dim: int, index, source):
+    """A copy of ``input`` with the slices of ``source`` written at positions ``index``
+    (int64) along ``dim``.
+
+    >>> ember.zeros(3).index_copy(0, ember.tensor([2, 0]), ember.tensor([1.0, 2.0]))
+    tensor([2., 0., 1.])
+    """
+    x, d, idx, s = _prep_source("index_copy", input, dim, index, source)
+    return _restore(apply(_INDEX_COPY, x, idx, s, dim=d), input)
+
+
+def index_fill(input, dim: int, index, value):
+    """A copy of ``input`` with the slices at positions ``index`` (int64; negative
+    positions count from the end) along ``dim`` set to ``value`` (a number or 0-d tensor).
+
+    >>> ember.zeros(2, 2).index_fill(1, ember.tensor([1]), 5.0)
+    tensor([[0., 5.],
+            [0., 5.]])
+    """
+    x, d, idx = _prep_index("index_fill", input, dim, index, _INT64)
+    v = _fill_value("index_fill", value, input)
+    return _restore(apply(_INDEX_FILL, x, idx, v, dim=d), input)
+
+
+# masked ops ----------------------------------------------------------------------------
+def _masked_select_forward(xp, a, mask):
+    shape = np.broadcast_shapes(a.shape, mask.shape)
+    return xp.broadcast_to(a, shape)[xp.broadcast_to(mask, shape)]
+
+
+def _masked_select_vjp(n, g):
+    a, mask = n.inputs[0], n.saved_inputs()[1]
+    shape = np.broadcast_shapes(tuple(a.shape), tuple(mask.shape))
+    return apply(_MASKED_SCATTER, g.new_zeros(shape), mask, g), None
+
+
+def _masked_scatter_forward(xp, a, mask, source):
+    shape = np.broadcast_shapes(a.shape, mask.shape)
+    out = xp.broadcast_to(a, shape).copy()
+    where_ = xp.broadcast_to(mask, shape)
+    count = int(where_.sum())
+    if count > source.size:
+        raise EmberError(f"masked_scatter: source has {source.size} elements, fewer than the "
+                         f"{count} True values of mask (shape {tuple(mask.shape)})")
+    out[where_] = source.reshape(-1)[:count]
+    return out
+
+
+def _masked_scatter_vjp(n, g):
+    mask = n.saved_inputs()[1]
+    ga = gs = None
+    if n.edges[0]:
+        ga = where(mask, 0.0, g)
+    if n.edges[2]:
+        source = n.inputs[2]
+        taken = apply(_MASKED_SELECT, g, mask)
+        unused = source.numel() - taken.numel()  # source elements past the last True
+        if unused:
+            taken = cat([taken, g.new_zeros((unused,))])
+        gs = reshape(taken, tuple(source.shape))
+    return ga, None, gs
+
+
+_MASKED_SELECT = register("masked_select", _masked_select_forward, _masked_select_vjp,
+                          broadcasting=True, dynamic_shape=True)
+_MASKED_SCATTER = register("masked_scatter", _masked_scatter_forward, _masked_scatter_vjp,
+                           broadcasting=True)
+
+
+def masked_fill(input, mask, value):
+    """``input`` with ``value`` (a number or 0-d tensor) where the bool ``mask`` is True;
+    ``mask`` broadcasts with ``input``. The result has input's dtype.
+
+    >>> ember.zeros(3).masked_fill(ember.tensor([True, False, True]), 2.0)
+    tensor([2., 0., 2.])
+    """
+    _check_mask("masked_fill", mask)
+    return where(mask, _fill_value("masked_fill", value, input), input)
+
+
+def masked_select(input, mask):
+    """The elements of ``input`` where the bool ``mask`` is True, as a 1-d tensor
+    (``input`` and ``mask`` broadcast together).
+
+    >>> ember.masked_select(ember.tensor([1, 2, 3]), ember.tensor([True, False, True]))
+    tensor([1, 3])
+    """
+    _check_mask("masked_select", mask)
+    return apply(_MASKED_SELECT, input, mask)
+
+
+def masked_scatter(input, mask, source):
+    """``input`` with the positions where the bool ``mask`` is True filled, in order, by
+    the first elements of ``source`` (which needs at least as many elements as there are
+    True values; ``mask`` broadcasts with ``input``).
+
+    >>> ember.zeros(4).masked_scatter(ember.tensor([True, False, True, False]),
+    ...                               ember.tensor([5.0, 6.0, 7.0]))
+    tensor([5., 0., 6., 0.])
+    """
+    _check_mask("masked_scatter", mask)
+    _check_same_dtype("masked_scatter", input, source, "source")
+    return apply(_MASKED_SCATTER, input, mask, source)
+
+
+# take / take_along_dim ---------------------------------------------------------------------
+def _take_forward(xp, a, index):
+    if index.size:
+        lo, hi = int(index.min()), int(index.max())
+        if lo < -a.size or hi >= a.size:
+            raise EmberIndexError(f"take: index {lo if lo < -a.size else hi} is out of range "
+                                  f"for a tensor of {a.size} elements (shape {a.shape})")
+    return xp.take(a.reshape(-1), index)
+
+
+def _take_vjp(n, g):
+    numel = n.inputs[0].numel()
+    flat = reshape(n.saved_inputs()[1], (-1,))
+    flat = where(flat < 0, flat + numel, flat)
+    grad = apply(_SCATTER_ADD, g.new_zeros((numel,)), flat, reshape(g, (-1,)), dim=0)
+    return reshape(grad, tuple(n.inputs[0].shape)), None
+
+
+_TAKE = register("take", _take_forward, _take_vjp)
+
+
+def take(input, index):
+    """The elements of ``input`` seen as 1-d at positions ``index`` (int64; negative
+    positions count from the end); the result has index's shape.
+
+    >>> ember.take(ember.tensor([[1, 2], [3, 4]]), ember.tensor([0, -1]))
+    tensor([1, 4])
+    """
+    _check_index("take", index, _INT64)
+    return apply(_TAKE, input, index)
+
+
+def take_along_dim(input, indices, dim: int | None = None):
+    """Values of ``input`` at ``indices`` along ``dim`` (int64; negative positions count
+    from the end), broadcasting the other dims; with ``dim=None`` both are flattened first.
+    ``input.take_along_dim(input.argsort(dim), dim)`` sorts along ``dim``.
+
+    >>> ember.take_along_dim(ember.tensor([[3, 1], [5, 4]]), ember.tensor([[1], [0]]), 1)
+    tensor([[1],
+            [5]])
+    """
+    _check_index("take_along_dim", indices, _INT64, "indices")
+    if dim is None:
+        input, indices, d = reshape(input, (-1,)), reshape(indices, (-1,)), 0
+    else:
+        if input.ndim == 0:
+            raise EmberIndexError(f"take_along_dim: dimension specified as {dim} but tensor "
+                                  "has no dimensions")
+        d = wrap_dim(dim, input.ndim, "take_along_dim")
+        if indices.ndim != input.ndim:
+            raise ShapeError(f"take_along_dim: input and indices should have the same number "
+                             f"of dimensions, got shapes {tuple(input.shape)} and "
+                             f"{tuple(indices.shape)}")
+        try:
+            shape = list(np.broadcast_shapes(
+                tuple(1 if k == d else s for k, s in enumerate(input.shape)),
+                tuple(1 if k == d else s for k, s in enumerate(indices.shape))))
+        except ValueError:
+            raise ShapeError(f"take_along_dim: shapes {tuple(input.shape)} and "
+                             f"{tuple(indices.shape)} cannot be broadcast apart from "
+                             f"dimension {d}") from None
+        input = expand(input, tuple(shape[:d] + [input.shape[d]] + shape[d + 1:]))
+        indices = expand(indices, tuple(shape[:d] + [indices.shape[d]] + shape[d + 1:]))
+    size = input.shape[d]
+    _check_range("take_along_dim", indices._data, size, d, negative=True)
+    return gather(input, d, where(indices < 0, indices + size, indices))
+
+
+# sort / argsort / topk / kthvalue -----------------------------------------------------------
+def _sortable(a):
+    """``a`` in a dtype NumPy sorts natively: its generic sort of the bfloat16 extension
+    type misplaces NaN, and float32 holds every bfloat16 value exactly."""
+    return a.astype(np.float32) if a.dtype.kind == "V" else a
+
+
+def _argsort_forward(xp, a, dim, descending):
+    if a.ndim == 0:
+        return xp.zeros((), np.int64)
+    a = _sortable(a)
+    if not descending:
+        return xp.argsort(a, axis=dim, kind="stable")
+    # a stable ascending sort of the reversed array, reversed back, is a stable descending
+    # sort that puts NaN first, as PyTorch does
+    order = xp.argsort(xp.flip(a, axis=dim), axis=dim, kind="stable")
+    return (a.shape[dim] - 1) - xp.flip(order, axis=dim)
+
+
+_ARGSORT = register("argsort", _argsort_forward, saves_inputs=False)
+
+
+def argsort(input, dim: int = -1, descending: bool = False, *, stable: bool = False):
+    """The indices that sort ``input`` along ``dim`` (int64). The sort is always stable
+    (equal elements keep their order); NaN sorts above every number.
+
+    >>> ember.argsort(ember.tensor([3.0, 1.0, 2.0]))
+    tensor([1, 2, 0])
+    """
+    return apply(_ARGSORT, input, dim=wrap_dim(dim, input.ndim, "argsort"),
+                 descending=bool(descending))
+
+
+def sort(input, dim: int = -1, descending: bool = False, *, stable: bool = False) -> SortResult:
+    """``(values, indices)``: ``input`` sorted along ``dim`` and where each value came from.
+    The sort is always stable; NaN sorts above every number. Gradients flow back to the
+    positions the values came from.
+
+    >>> ember.sort(ember.tensor([3.0, 1.0, 2.0]), descending=True).values
+    tensor([3., 2., 1.])
+    """
+    d = wrap_dim(dim, input.ndim, "sort")
+    indices = apply(_ARGSORT, input, dim=d, descending=bool(descending))
+    return SortResult(gather(input, d, indices), indices)
+
+
+def msort(input):
+    """``input`` sorted along its first dim: ``sort(input, dim=0).values``."""
+    return sort(input, 0).values
+
+
+def _dim_size(input, dim, op):
+    d = wrap_dim(dim, input.ndim, op)
+    return d, (input.shape[d] if input.ndim else 1)
+
+
+def topk(input, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> TopkResult:
+    """``(values, indices)`` of the ``k`` largest (or, with ``largest=False``, smallest)
+    elements along ``dim``. They always come sorted (``sorted=False`` allows any order);
+    NaN counts as larger than every number.
+
+    >>> ember.topk(ember.tensor([1.0, 5.0, 3.0, 4.0]), 2)
+    TopkResult(values=tensor([5., 4.]), indices=tensor([1, 3]))
+    """
+    d, size = _dim_size(input, dim, "topk")
+    if not 0 <= k <= size:
+        raise EmberIndexError(f"topk: k ({k}) is out of range for dimension {d} with size {size}")
+    order = apply(_ARGSORT, input, dim=d, descending=bool(largest))
+    indices = narrow(order, d, 0, k) if input.ndim else order
+    return TopkResult(gather(input, d, indices), indices)
+
+
+def kthvalue(input, k: int, dim: int = -1, keepdim: bool = False) -> KthvalueResult:
+    """``(values, indices)`` of the ``k``-th smallest element (counting from 1) along
+    ``dim``; ``keepdim`` keeps ``dim`` with size 1.
+
+    >>> ember.kthvalue(ember.tensor([5.0, 1.0, 4.0]), 2)
+    KthvalueResult(values=tensor(4.), indices=tensor(2))
+    """
+    d, size = _dim_size(input, dim, "kthvalue")
+    if not 1 <= k <= size:
+        raise EmberIndexError(f"kthvalue: selected number k ({k}) is out of range for "
+                              f"dimension {d} with size {size}")
+    order = apply(_ARGSORT, input, dim=d, descending=False)
+    if not input.ndim:
+        return KthvalueResult(gather(input, d, order), order)
+    indices = narrow(order, d, k - 1, 1)
+    values = gather(input, d, indices)
+    if not keepdim:
+        values, indices = squeeze(values, d), squeeze(indices, d)
+    return KthvalueResult(values, indices)
+
+
+# unique / unique_consecutive ------------------------------------------------------------------
+def _unique_forward(xp, a, dim):
+    keys = _sortable(a)
+    if dim is None:
+        values, inverse, counts = xp.unique(keys.reshape(-1), return_inverse=True,
+                                            return_counts=True, equal_nan=False)
+        inverse = inverse.reshape(a.shape)
+    else:
+        values, inverse, counts = xp.unique(keys, return_inverse=True, return_counts=True,
+                                            axis=dim, equal_nan=False)
+        inverse = inverse.reshape(-1)
+    return (values.astype(a.dtype, copy=False), inverse.astype(np.int64, copy=False),
+            counts.astype(np.int64, copy=False))
+
+
+def _unique_consecutive_forward(xp, a, dim):
+    moved = a.reshape(-1) if dim is None else xp.moveaxis(a, dim, 0)
+    n = moved.shape[0]
+    rows = moved.reshape(n, int(np.prod(moved.shape[1:], dtype=np.int64)))
+    starts = xp.ones(n, dtype=bool)
+    starts[1:] = (rows[1:] != rows[:-1]).any(axis=1)
+    values = moved[starts]
+    if dim is not None:
+        values = xp.moveaxis(values, 0, dim)
+    inverse = xp.cumsum(starts, dtype=np.int64) - 1
+    first = xp.flatnonzero(starts)
+    counts = xp.diff(xp.concatenate([first, xp.asarray([n])])).astype(np.int64)
+    return values, inverse.reshape(a.shape if dim is None else -1), counts
+
+
+_UNIQUE = register("unique", _unique_forward, n_outputs=3, dynamic_shape=True,
+                   saves_inputs=False)
+_UNIQUE_CONSECUTIVE = register("unique_consecutive", _unique_consecutive_forward, n_outputs=3,
+                               dynamic_shape=True, saves_inputs=False)
+
+
+def _unique_result(outs, return_inverse, return_counts):
+    values, inverse, counts = outs
+    if not (return_inverse or return_counts):
+        return values
+    return (values,) + ((inverse,) if return_inverse else ()) + \
+        ((counts,) if return_counts else ())
+
+
+def _unique_dim(input, dim, op):
+    if dim is None:
+        return None
+    if input.ndim == 0:
+        raise EmberIndexError(f"{op}: dimension specified as {dim} but tensor has no "
+                              "dimensions")
+    return wrap_dim(dim, input.ndim, op)
+
+
+def unique(input, sorted: bool = True, return_inverse: bool = False,
+           return_counts: bool = False, dim: int | None = None):
+    """The distinct elements of ``input`` (flattened), or its distinct slices along
+    ``dim``, in ascending order; optionally also ``inverse`` (where each element went:
+    ``values[inverse]`` rebuilds ``input``) and ``counts``. The result is always sorted
+    (``sorted=False`` allows any order). Each NaN is distinct. Not differentiable.
+
+    >>> ember.unique(ember.tensor([3, 1, 3, 2]), return_counts=True)
+    (tensor([1, 2, 3]), tensor([1, 1, 2]))
+    """
+    d = _unique_dim(input, dim, "unique")
+    return _unique_result(apply(_UNIQUE, input, dim=d), return_inverse, return_counts)
+
+
+def unique_consecutive(input, return_inverse: bool = False, return_counts: bool = False,
+                       dim: int | None = None):
+    """Like :func:`unique`, but only collapses runs of equal consecutive elements (or
+    slices along ``dim``), keeping their order.
+
+    >>> ember.unique_consecutive(ember.tensor([1, 1, 2, 2, 1]))
+    tensor([1, 2, 1])
+    """
+    d = _unique_dim(input, dim, "unique_consecutive")
+    return _unique_result(apply(_UNIQUE_CONSECUTIVE, input, dim=d), return_inverse,
+                          return_counts)
+
+
+# nonzero / argwhere -----------------------------------------------------------------------
+_NONZERO = register("nonzero", lambda xp, a: xp.argwhere(a).astype(np.int64, copy=False),
+                    dynamic_shape=True, saves_inputs=False)
+
+
+def nonzero(input, *, as_tuple: bool = False):
+    """The positions of the non-zero elements: an int64 tensor of shape
+    ``(count, input.ndim)``, or with ``as_tuple=True`` one 1-d tensor per dim (a 0-d
+    input counts as 1-d), usable as ``input[nonzero(input, as_tuple=True)]``.
+
+    >>> ember.nonzero(ember.tensor([[1, 0], [0, 2]]))
+    tensor([[0, 0],
+            [1, 1]])
+    """
+    if not as_tuple:
+        return apply(_NONZERO, input)
+    rows = apply(_NONZERO, _lift(input))
+    return tuple(contiguous(rows[:, k]) for k in range(rows.shape[1]))
+
+
+def argwhere(input):
+    """The positions of the non-zero elements, shape ``(count, input.ndim)``: the same as
+    ``nonzero(input)``."""
+    return apply(_NONZERO, input)
+
+
+# searchsorted / bucketize -------------------------------------------------------------------
+def _searchsorted_forward(xp, seq, values, side, out_int32):
+    seq, values = _sortable(seq), _sortable(values)
+    if seq.ndim == 1:
+        out = xp.searchsorted(seq, values, side=side)
+    else:
+        rows = seq.reshape(-1, seq.shape[-1])
+        vals = values.reshape(rows.shape[0], -1)
+        out = xp.empty(vals.shape, np.int64)
+        for r in range(rows.shape[0]):
+            out[r] = xp.searchsorted(rows[r], vals[r], side=side)
+        out = out.reshape(values.shape)
+    return xp.asarray(out).astype(np.int32 if out_int32 else np.int64, copy=False)
+
+
+_SEARCHSORTED = register("searchsorted", _searchsorted_forward, saves_inputs=False)
+
+
+def searchsorted(sorted_sequence, input, *, out_int32: bool = False, right: bool = False,
+                 side: str | None = None, sorter=None):
+    """Where each value of ``input`` (a tensor or a number) would be inserted into
+    ``sorted_sequence`` (sorted along its last dim) to keep it sorted: the first such
+    position, or with ``right=True`` (or ``side='right'``) the last. An N-d sequence
+    searches the rows matching ``input``'s leading dims. ``sorter`` (int64) gives the
+    order that sorts an unsorted sequence.
+
+    >>> ember.searchsorted(ember.tensor([1, 3, 5, 7]), ember.tensor([3, 6]))
+    tensor([1, 3])
+    """
+    if side is not None:
+        if side not in ("left", "right"):
+            raise EmberError(f"searchsorted: side can only be 'left' or 'right', got {side!r}")
+        if right and side == "left":
+            raise EmberError("searchsorted: side and right can't be set to opposites, got "
+                             "side of left while right was True")
+        right = side == "right"
+    if not isinstance(sorted_sequence, Tensor) or sorted_sequence.ndim == 0:
+        raise ShapeError("searchsorted: sorted_sequence must be a tensor of at least 1 "
+                         "dimension")
+    if sorter is not None:
+        _check_index("searchsorted", sorter, _INT64, "sorter")
+        if tuple(sorter.shape) != tuple(sorted_sequence.shape):
+            raise ShapeError(f"searchsorted: sorter must have the shape of sorted_sequence "
+                             f"{tuple(sorted_sequence.shape)}, got {tuple(sorter.shape)}")
+        sorted_sequence = take_along_dim(sorted_sequence, sorter, -1)
+    seq, values = promote("searchsorted", (sorted_sequence, input))[0]
+    if seq.ndim > 1 and tuple(seq.shape[:-1]) != tuple(values.shape[:-1]):
+        raise ShapeError(f"searchsorted: sorted_sequence should be 1-d or have the leading "
+                         f"dims of input: got shapes {tuple(seq.shape)} and "
+                         f"{tuple(values.shape)}")
+    return apply(_SEARCHSORTED, seq, values, side="right" if right else "left",
+                 out_int32=bool(out_int32))
+
+
+def bucketize(input, boundaries, *, out_int32: bool = False, right: bool = False):
+    """The bucket of each value of ``input`` given the sorted 1-d ``boundaries``: ``i``
+    such that ``boundaries[i-1] < x <= boundaries[i]`` (with ``right=True``,
+    ``boundaries[i-1] <= x < boundaries[i]``).
+
+    >>> ember.bucketize(ember.tensor([1, 5, 9]), ember.tensor([1, 3, 5, 7]))
+    tensor([0, 2, 4])
+    """
+    if not isinstance(boundaries, Tensor) or boundaries.ndim != 1:
+        got = boundaries.ndim if isinstance(boundaries, Tensor) else type(boundaries).__name__
+        raise ShapeError(f"bucketize: boundaries must be a 1-d tensor, got {got} dims")
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+
+
+# In-place variants (Tensor methods) ---------------------------------------------------------
+def _xp(t):
+    return t.device.backend.xp
+
+
+def scatter_(self, dim: int, index, src=None, value=None, *, reduce: str | None = None):
+    """In-place version of :func:`scatter`."""
+    if reduce not in _SCATTER_MODES:
+        raise EmberError(f"scatter_: reduce argument must be either add or multiply, got "
+                         f"{reduce!r}")
+    s = _scatter_src("scatter_", self, index, src, value)
+    _, d, idx, s = _prep_scatter("scatter_", self, dim, index, s)
+    how = _SCATTER_MODES[reduce]
+    return inplace("scatter_", self, lambda x: scatter(x, d, idx, s, reduce=reduce), (s,),
+                   lambda arr: _scatter_write(_xp(self), _lift_array(arr), idx._data, s._data,
+                                              d, how, True, "scatter_"))
+
+
+def scatter_add_(self, dim: int, index, src):
+    """In-place version of :func:`scatter_add`."""
+    _check_same_dtype("scatter_add_", self, src, "src")
+    _, d, idx, s = _prep_scatter("scatter_add_", self, dim, index, src)
+    return inplace("scatter_add_", self, lambda x: scatter_add(x, d, idx, s), (s,),
+                   lambda arr: _scatter_write(_xp(self), _lift_array(arr), idx._data, s._data,
+                                              d, "sum", True, "scatter_add_"))
+
+
+def scatter_reduce_(self, dim: int, index, src, reduce: str, *, include_self: bool = True):
+    """In-place version of :func:`scatter_reduce`."""
+    return inplace("scatter_reduce_", self, lambda x: scatter_reduce(
+        x, dim, index, src, reduce, include_self=include_self), (src,))
+
+
+def index_add_(self, dim: int, index, source, *, alpha=1):
+    """In-place version of :func:`index_add`."""
+    _, d, idx, s = _prep_source("index_add_", self, dim, index, source)
+    alpha = _alpha(alpha, self.dtype)
+
+    def direct(arr):
+        xp = _xp(self)
+        src = s._data if alpha == 1 else s._data * xp.asarray(alpha, dtype=arr.dtype)
+        _index_write(xp, _lift_array(arr), idx._data, src, d, True, "index_add_")
+    return inplace("index_add_", self, lambda x: index_add(x, d, idx, s, alpha=alpha), (s,),
+                   direct)
+
+
+def index_copy_(self, dim: int, index, source):
+    """In-place version of :func:`index_copy`."""
+    _, d, idx, s = _prep_source("index_copy_", self, dim, index, source)
+    return inplace("index_copy_", self, lambda x: index_copy(x, d, idx, s), (s,),
+                   lambda arr: _index_write(_xp(self), _lift_array(arr), idx._data, s._data,
+                                            d, False, "index_copy_"))
+
+
+def index_fill_(self, dim: int, index, value):
+    """In-place version of :func:`index_fill`."""
+    _, d, idx = _prep_index("index_fill_", self, dim, index, _INT64)
+    v = _fill_value("index_fill_", value, self)
+    return inplace("index_fill_", self, lambda x: index_fill(x, d, idx, v), (v,),
+                   lambda arr: _index_write(_xp(self), _lift_array(arr), idx._data, v._data,
+                                            d, False, "index_fill_", negative=True))
+
+
+def masked_fill_(self, mask, value):
+    """In-place version of :func:`masked_fill` (``mask`` must broadcast to self's shape)."""
+    _check_mask("masked_fill_", mask)
+    v = _fill_value("masked_fill_", value, self)
+
+    def direct(arr):
+        _check_broadcasts_to("masked_fill_", mask.shape, arr.shape)
+        _xp(self).copyto(arr, v._data, where=mask._data)
+    return inplace("masked_fill_", self, lambda x: masked_fill(x, mask, v), (v,), direct)
+
+
+def masked_scatter_(self, mask, source):
+    """In-place version of :func:`masked_scatter` (``mask`` must broadcast to self's shape)."""
+    _check_broadcasts_to("masked_scatter_", mask.shape, self.shape)
+    return inplace("masked_scatter_", self, lambda x: masked_scatter(x, mask, source),
+                   (source,))
+
+
+def _check_broadcasts_to(op, shape, target):
+    try:
+        ok = np.broadcast_shapes(tuple(shape), tuple(target)) == tuple(target)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ShapeError(f"{op}: mask of shape {tuple(shape)} does not broadcast to the "
+                         f"tensor's shape {tuple(target)}")
+
+
+for _fn in (scatter_, scatter_add_, scatter_reduce_, index_add_, index_copy_, index_fill_,
+            masked_fill_, masked_scatter_):
+    setattr(Tensor, _fn.__name__, _fn)

@@ -90,13 +90,39 @@ def view(input, *shape):
             [3, 4, 5]])
     """
     if len(shape) == 1 and not isinstance(shape[0], (numbers.Integral, tuple, list)):
-        from .. import dtypes as dt
-        from .elementwise import cast
-        return cast(input, dt.as_dtype(shape[0]))  # view(dtype) reinterpretation: not bitwise
+        return _view_dtype(input, shape[0])
     shape = _resolve_shape(size_args(shape, "view"), input._data.size, "view")
-    if shape == input._data.shape:
-        return apply(_VIEW, input, shape=shape)
     return apply(_VIEW, input, shape=shape)
+
+
+def _view_dtype_infer(a, dtype):
+    shape = a.shape
+    if dtype.itemsize != a.dtype.itemsize:
+        shape = shape[:-1] + (shape[-1] * a.dtype.itemsize // dtype.itemsize,)
+    return AbstractValue(shape, dtype)
+
+
+# The same bytes read as another dtype; like PyTorch, not differentiable.
+_VIEW_DTYPE = register("view_dtype", lambda xp, a, dtype: a.view(dtype.np), is_view=True,
+                       saves_inputs=False, infer=_view_dtype_infer)
+
+
+def _view_dtype(input, dtype):
+    from .. import dtypes as dt
+    dtype = dt.as_dtype(dtype)
+    old, new = input.dtype, dtype
+    if old.itemsize != new.itemsize:
+        what = f"to view {old.name} as {new.name} (different element sizes)"
+        if input.ndim == 0:
+            raise ShapeError(f"view: self.dim() cannot be 0 {what}")
+        if input.shape[-1] != 1 and input.stride(-1) != 1:
+            raise ShapeError(f"view: self.stride(-1) must be 1 {what}, but got "
+                             f"{input.stride(-1)}")
+        if old.itemsize < new.itemsize and input.shape[-1] % (new.itemsize // old.itemsize):
+            raise ShapeError(f"view: self.size(-1) must be divisible by "
+                             f"{new.itemsize // old.itemsize} {what}, but got "
+                             f"{input.shape[-1]}")
+    return apply(_VIEW_DTYPE, input, dtype=dtype)
 
 
 def reshape(input, *shape):
@@ -150,10 +176,6 @@ def unflatten(input, dim: int, sizes):
     sizes = _resolve_shape(tuple(sizes), shape[d], "unflatten")
     return view(input, shape[:d] + sizes + shape[d + 1:]) if input.is_contiguous() \
         else reshape(input, shape[:d] + sizes + shape[d + 1:])
-
-
-def _contiguous_forward(xp, a):
-    return xp.ascontiguousarray(a).copy() if not a.flags.c_contiguous else a.copy()
 
 
 _CLONE = register("clone", lambda xp, a: a.copy(), lambda n, g: g, saves_inputs=False)
@@ -354,7 +376,9 @@ def narrow(input, dim: int, start: int, length: int):
     start = int(start)
     if start < 0:
         start += size
-    if not 0 <= start <= size or length < 0 or start + length > size:
+    if length < 0:
+        raise EmberError(f"narrow: length must be non-negative, got {length}")
+    if not 0 <= start <= size or start + length > size:
         raise EmberIndexError(f"narrow: start ({start}) + length ({length}) exceeds dimension "
                               f"size ({size}) of dim {d}")
     return slice_dim(input, d, start, start + length)
@@ -362,6 +386,8 @@ def narrow(input, dim: int, start: int, length: int):
 
 def select(input, dim: int, index: int):
     """The slice at ``index`` along ``dim``, with that dim removed (a view)."""
+    if input.ndim == 0:
+        raise EmberIndexError("select: select() cannot be applied to a 0-dim tensor")
     d = wrap_dim(dim, input.ndim, "select")
     size = input.shape[d]
     if not -size <= index < size:
@@ -374,16 +400,22 @@ def split(tensor, split_size_or_sections, dim: int = 0):
     """Views of ``split_size_or_sections``-sized pieces along ``dim`` (the last may be
     smaller), or of the listed section sizes."""
     from .index import slice_dim
+    if tensor.ndim == 0:
+        raise ShapeError("split: expects at least a 1-dimensional tensor, got a 0-d tensor")
     d = wrap_dim(dim, tensor.ndim, "split")
     size = tensor.shape[d]
     if isinstance(split_size_or_sections, numbers.Integral):
         step = int(split_size_or_sections)
-        if step <= 0 and size:
-            raise EmberError(f"split: split_size must be positive, got {step}")
+        if step < 0 or (step == 0 and size):
+            raise EmberError(f"split: split_size must be positive (or 0 for an empty dim), "
+                             f"got {step} for dimension {d} of size {size}")
         bounds = list(range(0, size, step)) if size else [0]
         sizes = [min(step, size - b) for b in bounds]
     else:
         sizes = [int(s) for s in split_size_or_sections]
+        if any(s < 0 for s in sizes):
+            raise ShapeError(f"split: split_with_sizes expects split_sizes have only "
+                             f"non-negative entries, but got split_sizes={sizes}")
         if sum(sizes) != size:
             raise ShapeError(f"split: split_with_sizes expects split_sizes to sum exactly to "
                              f"{size} (input tensor's size at dimension {d}), but got "
@@ -399,10 +431,12 @@ def chunk(input, chunks: int, dim: int = 0):
     """Split into ``chunks`` pieces of equal size (the last may be smaller)."""
     if chunks <= 0:
         raise EmberError(f"chunk: chunks must be greater than 0, got {chunks}")
+    from .index import slice_dim
     d = wrap_dim(dim, input.ndim, "chunk")
     size = input.shape[d]
-    step = -(-size // chunks) if size else 1
-    return split(input, max(step, 1), d)
+    if size == 0:
+        return tuple(slice_dim(input, d, 0, 0) for _ in range(chunks))
+    return split(input, -(-size // chunks), d)
 
 
 def tensor_split(input, indices_or_sections, dim: int = 0):
@@ -410,15 +444,23 @@ def tensor_split(input, indices_or_sections, dim: int = 0):
     from .index import slice_dim
     d = wrap_dim(dim, input.ndim, "tensor_split")
     size = input.shape[d]
+    if hasattr(indices_or_sections, "tolist"):  # a 0-d (sections) or 1-d (indices) tensor
+        indices_or_sections = indices_or_sections.tolist()
     if isinstance(indices_or_sections, numbers.Integral):
         n = int(indices_or_sections)
+        if n <= 0:
+            raise EmberError(f"tensor_split: number of sections must be larger than 0, got {n}")
         base, extra = divmod(size, n)
         bounds = [0]
         for i in range(n):
             bounds.append(bounds[-1] + base + (1 if i < extra else 0))
     else:
-        bounds = [0] + [min(max(int(i), 0), size) for i in indices_or_sections] + [size]
-    return tuple(slice_dim(input, d, a, max(a, b)) for a, b in zip(bounds[:-1], bounds[1:]))
+        bounds = [0] + [int(i) for i in indices_or_sections] + [size]
+    pieces = []
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        start, stop, _ = slice(a, b).indices(size)  # negative indices count from the end
+        pieces.append(slice_dim(input, d, start, max(start, stop)))
+    return tuple(pieces)
 
 
 def unbind(input, dim: int = 0):
@@ -428,14 +470,24 @@ def unbind(input, dim: int = 0):
 
 
 # cat / stack ------------------------------------------------------------------------------
+def _skipped(shape, ndim: int) -> bool:
+    # PyTorch lets 1-d empty tensors join tensors of any rank, contributing nothing
+    return len(shape) == 1 and shape[0] == 0 and ndim != 1
+
+
+def _cat_forward(xp, *arrays, dim):
+    ndim = max(a.ndim for a in arrays)
+    return xp.concatenate([a for a in arrays if not _skipped(a.shape, ndim)], axis=dim)
+
+
 def _cat_vjp(n, g):
     dim = n.params["dim"]
-    sizes = [t.shape[dim] for t in n.inputs]
-    return split(g, sizes, dim)
+    kept = [not _skipped(t.shape, g.ndim) for t in n.inputs]
+    pieces = iter(split(g, [t.shape[dim] for t, k in zip(n.inputs, kept) if k], dim))
+    return tuple(next(pieces) if k else g.new_zeros((0,)) for k in kept)
 
 
-_CAT = register("cat", lambda xp, *arrays, dim: xp.concatenate(arrays, axis=dim), _cat_vjp,
-                saves_inputs=False)
+_CAT = register("cat", _cat_forward, _cat_vjp, saves_inputs=False)
 
 
 def cat(tensors, dim: int = 0):
@@ -448,8 +500,7 @@ def cat(tensors, dim: int = 0):
     tensors = list(tensors)
     if not tensors:
         raise EmberError("cat: expected a non-empty list of Tensors")
-    # PyTorch skips 1-d empty tensors when joining
-    parts = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)] or tensors[:1]
+    parts = [t for t in tensors if not _skipped(t.shape, 0)] or tensors[:1]
     ref = parts[0]
     d = wrap_dim(dim, ref.ndim, "cat")
     if ref.ndim == 0:
@@ -464,8 +515,8 @@ def cat(tensors, dim: int = 0):
                                  f"Expected size {ref.shape[k]} but got size {p.shape[k]} for "
                                  f"tensor number {i} in the list (shapes "
                                  f"{', '.join(str(tuple(q.shape)) for q in parts)})")
-    parts, _ = promote("cat", parts)
-    return apply(_CAT, *parts, dim=d)
+    tensors, _ = promote("cat", tensors)
+    return apply(_CAT, *tensors, dim=d)
 
 
 concat = concatenate = cat
