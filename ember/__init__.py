@@ -10,10 +10,10 @@ from . import dtypes
 from .dtypes import (DType, bfloat16, bool, double, float, float16, float32, float64, half,
                      int, int8, int16, int32, int64, long, short, uint8, promote_types,
                      get_default_dtype, set_default_dtype)
-from .dtypes import result_type as _result_type
+from .dtypes import can_cast, result_type
 from .backends import device
 from .errors import EmberError, EmberIndexError, EmberTypeError, ShapeError
-from .tensor import Size, Tensor
+from .tensor import Size, Tensor, is_floating_point, is_tensor, numel
 from . import ops
 from .ops.creation import *  # noqa: F401,F403
 from .ops.elementwise import *  # noqa: F401,F403
@@ -27,34 +27,14 @@ from .ops.selection import *  # noqa: F401,F403
 from . import autograd
 from .autograd import (enable_grad, inference_mode, is_grad_enabled,
                        is_inference_mode_enabled, no_grad, set_grad_enabled)
-from ._printing import set_printoptions
+from ._printing import get_printoptions, printoptions, set_printoptions
+
+dtype = DType
 
 # NumPy warns on 1/0 and log(-1); PyTorch returns inf/nan silently, and so does ember.
 _warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"ember(\.|$)")
 
 __version__ = "0.1.0"
-
-
-def result_type(tensor1, tensor2) -> DType:
-    """The dtype an elementwise op on ``tensor1`` and ``tensor2`` gives."""
-    return _result_type(tensor1, tensor2)
-
-
-def is_tensor(obj) -> bool:
-    return isinstance(obj, Tensor)
-
-
-def numel(input) -> int:
-    return input.numel()
-
-
-def is_floating_point(input) -> bool:
-    return input.dtype.is_floating_point
-
-
-def can_cast(from_, to) -> bool:
-    """Whether PyTorch's casting rules allow ``from_`` to become ``to`` in an in-place op."""
-    return dtypes.as_dtype(from_)._category <= dtypes.as_dtype(to)._category
 
 
 from . import func  # noqa: E402  (ember.func uses the names above)

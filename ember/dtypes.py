@@ -198,3 +198,9 @@ def result_type(*operands) -> DType:
     if out is None:
         raise TypeError("result_type: expected at least one tensor or number")
     return out
+
+
+def can_cast(from_, to) -> bool:
+    """Whether PyTorch's casting rules let a ``from_`` result be written into a ``to``
+    tensor (no float into an integer tensor, no integer into a bool tensor)."""
+    return as_dtype(from_, "can_cast")._category <= as_dtype(to, "can_cast")._category

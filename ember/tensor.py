@@ -518,3 +518,18 @@ def _wrap_dim(dim: int, ndim: int, op: str) -> int:
         raise EmberIndexError(f"{op}: Dimension out of range (expected to be in range of "
                               f"[{-n}, {n - 1}], but got {dim})")
     return dim % n
+
+
+def is_tensor(obj) -> bool:
+    """True when ``obj`` is an ember Tensor."""
+    return isinstance(obj, Tensor)
+
+
+def numel(input: Tensor) -> int:
+    """The number of elements of ``input``."""
+    return input.numel()
+
+
+def is_floating_point(input: Tensor) -> bool:
+    """True when ``input`` has a floating dtype."""
+    return input.dtype.is_floating_point

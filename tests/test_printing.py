@@ -171,3 +171,5 @@ def test_format_0d_like_python_number():
     assert f"{ember.tensor(1.5)}" == f"{torch.tensor(1.5)}" == "1.5"
     assert f"{ember.tensor(2.0):.3f}" == "2.000"
     assert f"{ember.tensor([1, 2])}" == "tensor([1, 2])"
+    with pytest.raises(TypeError):
+        format(ember.tensor([1.0, 2.0]), ".2f")

@@ -10,8 +10,8 @@ from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .graph import Node, accumulate_grad, run_backward
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "no_grad", "enable_grad",
-           "set_grad_enabled", "inference_mode", "is_grad_enabled", "gradcheck",
-           "gradgradcheck", "GradcheckError", "Node"]
+           "set_grad_enabled", "inference_mode", "is_grad_enabled",
+           "is_inference_mode_enabled", "gradcheck", "gradgradcheck", "GradcheckError", "Node"]
 
 
 def _as_list(x):
@@ -63,6 +63,8 @@ def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
         run_backward(outputs, grads, retain_graph, create_graph)
         return
     inputs = _as_list(inputs)
+    if not inputs:
+        raise EmberError("backward: 'inputs' argument to backward() cannot be empty.")
     found = run_backward(outputs, grads, retain_graph, create_graph, inputs=inputs,
                          allow_unused=True)
     for t, g in zip(inputs, found):

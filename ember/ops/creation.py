@@ -33,11 +33,15 @@ def _dtype(name: str, dtype, default: dt.DType | None = None) -> dt.DType:
     return dt.as_dtype(dtype, name)
 
 
-def _new(name: str, arr, dtype: dt.DType, device, requires_grad: bool):
-    """A leaf tensor of ``dtype`` on ``device`` holding the host array ``arr``."""
+def _check_grad_dtype(name: str, dtype: dt.DType, requires_grad: bool) -> None:
     if requires_grad and not dtype.is_floating_point:
         raise EmberTypeError(f"{name}: only Tensors of floating point dtype can require "
                              f"gradients, got dtype {dtype.name}")
+
+
+def _new(name: str, arr, dtype: dt.DType, device, requires_grad: bool):
+    """A leaf tensor of ``dtype`` on ``device`` holding the host array ``arr``."""
+    _check_grad_dtype(name, dtype, requires_grad)
     dev = _dev(device)
     if arr.dtype != dtype.np:
         arr = arr.astype(dtype.np)
@@ -208,7 +212,8 @@ def asarray(obj, *, dtype=None, device=None, copy: bool | None = None,
                              "DLPack objects can be shared")
         else:
             out = tensor(host, dtype=want_dtype, device=want_dev)
-            return out.requires_grad_(True) if requires_grad else out
+            _check_grad_dtype("asarray", out.dtype, bool(requires_grad))
+            return out.requires_grad_(bool(requires_grad))
     same = (want_dtype in (None, obj.dtype)) and (want_dev in (None, obj.device))
     if copy is False and not same:
         raise EmberError(f"asarray: can't share memory of a {obj.dtype.name} tensor on "
@@ -219,9 +224,7 @@ def asarray(obj, *, dtype=None, device=None, copy: bool | None = None,
     if requires_grad is False and out.requires_grad:
         out = out.detach()
     elif requires_grad and not out.requires_grad:
-        if not out.dtype.is_floating_point:
-            raise EmberTypeError(f"asarray: only Tensors of floating point dtype can require "
-                                 f"gradients, got dtype {out.dtype.name}")
+        _check_grad_dtype("asarray", out.dtype, True)
         out.requires_grad_(True)
     return out
 
@@ -293,11 +296,9 @@ def _size(size: tuple, name: str) -> tuple:
 
 def _filled(name: str, fill, size, dtype, device, requires_grad):
     dtype = _dtype(name, dtype)
+    _check_grad_dtype(name, dtype, requires_grad)
     dev = _dev(device)
     arr = fill(dev.backend.xp, _size(size, name), dtype.np)
-    if requires_grad and not dtype.is_floating_point:
-        raise EmberTypeError(f"{name}: only Tensors of floating point dtype can require "
-                             f"gradients, got dtype {dtype.name}")
     return Tensor._make(arr, dev).requires_grad_(requires_grad)
 
 

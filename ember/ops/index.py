@@ -6,7 +6,7 @@ import numbers
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import EmberError, EmberIndexError, EmberTypeError
+from ..errors import EmberError, EmberIndexError, EmberTypeError, ShapeError
 from .registry import apply, register
 
 __all__ = ["getitem", "setitem", "slice_dim", "index_put"]
@@ -136,6 +136,9 @@ def _index_put_forward(xp, a, v, index, accumulate):
             out[index] = v
     except IndexError as exc:
         raise _bad_index("index_put", a.shape, exc) from None
+    except ValueError as exc:
+        raise ShapeError(f"index_put: can't assign a value of shape {v.shape} to the indexed "
+                         f"region of a tensor of shape {a.shape}: {exc}") from None
     return out
 
 

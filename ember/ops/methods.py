@@ -18,6 +18,8 @@ def _collect(module):
 
 for _m in (ew, lg, reduce, shape):
     _collect(_m)
+for _name in shape.METHODS_ONLY:
+    _METHODS[_name] = getattr(shape, _name)
 for _skip in ("cast", "broadcast_shapes", "broadcast_tensors", "sum_to", "cat", "concat",
               "concatenate", "stack", "hstack", "vstack", "dstack", "atleast_1d",
               "atleast_2d", "atleast_3d"):

@@ -9,8 +9,9 @@ import numpy as np
 from ..errors import EmberError, EmberIndexError, ShapeError
 from .registry import AbstractValue, apply, register
 
-__all__ = ["reshape", "view", "view_as", "reshape_as", "permute", "transpose", "swapaxes",
-           "swapdims", "t", "adjoint", "movedim", "moveaxis", "expand", "expand_as",
+METHODS_ONLY = ("view_as", "reshape_as", "expand_as")  # Tensor methods, not ember.*
+__all__ = ["reshape", "view", "permute", "transpose", "swapaxes",
+           "swapdims", "t", "adjoint", "movedim", "moveaxis", "expand",
            "broadcast_to", "broadcast_tensors", "broadcast_shapes", "squeeze", "unsqueeze",
            "flatten", "unflatten", "ravel", "narrow", "select", "split", "chunk", "unbind",
            "tensor_split", "contiguous", "clone", "cat", "concat", "concatenate", "stack",

@@ -21,10 +21,13 @@ def assert_same(got, expected, rtol=1e-7, atol=1e-10, path="result"):
     """Nested tuples/lists/dicts of tensors, None, numbers and strings must agree:
     tensors in values, shape, dtype name and requires_grad."""
     if torch is not None and isinstance(expected, torch.Tensor):
-        assert isinstance(got, ember.Tensor), f"{path}: got {type(got).__name__}, expected a tensor"
-        assert tuple(got.shape) == tuple(expected.shape), f"{path}: shape {tuple(got.shape)} != {tuple(expected.shape)}"
-        assert got.dtype.name == str(expected.dtype).removeprefix("torch."), f"{path}: dtype {got.dtype.name} != {expected.dtype}"
-        assert got.requires_grad == expected.requires_grad, f"{path}: requires_grad {got.requires_grad} != {expected.requires_grad}"
+        assert isinstance(got, ember.Tensor), f"{path}: got {got!r}, expected a tensor"
+        assert tuple(got.shape) == tuple(expected.shape), \
+            f"{path}: shape {tuple(got.shape)} != {tuple(expected.shape)}"
+        assert got.dtype.name == str(expected.dtype).removeprefix("torch."), \
+            f"{path}: dtype {got.dtype.name} != {expected.dtype}"
+        assert got.requires_grad == expected.requires_grad, \
+            f"{path}: requires_grad {got.requires_grad} != {expected.requires_grad}"
         np.testing.assert_allclose(np.asarray(got.detach()), expected.detach().numpy(),
                                    rtol=rtol, atol=atol, err_msg=path)
     elif isinstance(expected, (tuple, list)):

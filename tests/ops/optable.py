@@ -316,65 +316,61 @@ def _first_float(out):
 
 
 def check_vjp_fd(case, sample, order=1, eps=1e-6):
-    """<J^T u, v> from autograd against the central difference of <f, u> along v."""
+    """Autograd against float64 central differences, in a random direction.
+
+    Order 1 checks <J^T u, v> against the difference of <f(x), u> along v. Order 2
+    differentiates <J(x)^T u, w> with respect to both x and the upstream gradient u,
+    so it also checks the VJP of the VJP of ops that are linear in x.
+    """
     pos = float_positions(sample)
     if not pos:
         return
-    rng = np.random.default_rng(1)
-    base = [to_numpy(a) for a in sample.args]
     kwargs = {k: to_ember(v) for k, v in sample.kwargs.items()}
-    x0 = [np.asarray(base[i], dtype=np.float64) for i in pos]
+    x0 = [np.asarray(to_numpy(sample.args[i]), dtype=np.float64) for i in pos]
     if any(x.size == 0 or not np.isfinite(x).all() for x in x0):
         return
-    direction = [rng.standard_normal(x.shape) for x in x0]
 
-    def make_args(xs, requires_grad):
+    def call(xs):
         args = [to_ember(a) for a in sample.args]
         leaves = []
         for i, x in zip(pos, xs):
-            t = ember.tensor(x, dtype=ember.float64, requires_grad=requires_grad)
-            args[i] = t
-            leaves.append(t)
-        return args, leaves
+            args[i] = ember.tensor(x, dtype=ember.float64, requires_grad=True)
+            leaves.append(args[i])
+        return _first_float(case.fn(*args, **kwargs)), leaves
 
-    def scalar_fn(xs, requires_grad):
-        """order 1: <f(x), u>; order 2: <d<f(x),u>/dx, w>."""
-        args, leaves = make_args(xs, requires_grad or order == 2)
-        out = _first_float(case.fn(*args, **kwargs))
-        if out is None:
-            return None, leaves
-        u = ember.tensor(np.random.default_rng(2).standard_normal(tuple(out.shape)))
+    with ember.no_grad():
+        out0, _ = call(x0)
+    if out0 is None or out0.numel() == 0:
+        return
+    rng = np.random.default_rng(1)
+    u0 = rng.standard_normal(tuple(out0.shape))
+    ws = [rng.standard_normal(x.shape) for x in x0]
+    variables0 = x0 + ([u0] if order == 2 else [])
+    direction = [rng.standard_normal(v.shape) for v in variables0]
+
+    def scalar_fn(variables):
+        """order 1: <f(x), u>; order 2: <d<f(x), u>/dx, w> as a function of (x, u)."""
+        out, leaves = call(variables[:len(pos)])
+        u = ember.tensor(variables[-1] if order == 2 else u0, requires_grad=order == 2)
         value = (out * u).sum()
         if order == 2:
-            if not value.requires_grad:
-                return None, leaves
             grads = ember.autograd.grad(value, leaves, create_graph=True, allow_unused=True)
-            wrng = np.random.default_rng(3)
             value = ember.zeros((), dtype=ember.float64)
-            for g, x in zip(grads, xs):
-                w = ember.tensor(wrng.standard_normal(x.shape))
+            for g, w in zip(grads, ws):
                 if g is not None:
-                    value = value + (g * w).sum()
+                    value = value + (g * ember.tensor(w)).sum()
+            leaves = leaves + [u]
         return value, leaves
 
-    value, leaves = scalar_fn(x0, True)
-    if value is None or not value.requires_grad:
+    value, leaves = scalar_fn(variables0)
+    if not value.requires_grad:
         return
     analytic = ember.autograd.grad(value, leaves, allow_unused=True)
-    predicted = sum(float((g.detach().numpy() * v).sum()) for g, v in zip(analytic, direction)
-                    if g is not None)
-    with ember.no_grad() if order == 1 else _null():
-        plus, _ = scalar_fn([x + eps * v for x, v in zip(x0, direction)], False)
-        minus, _ = scalar_fn([x - eps * v for x, v in zip(x0, direction)], False)
+    predicted = sum(float((g.detach().numpy() * d).sum())
+                    for g, d in zip(analytic, direction) if g is not None)
+    plus, _ = scalar_fn([v + eps * d for v, d in zip(variables0, direction)])
+    minus, _ = scalar_fn([v - eps * d for v, d in zip(variables0, direction)])
     numeric = (plus.item() - minus.item()) / (2 * eps)
     scale = max(1.0, abs(numeric))
     assert abs(predicted - numeric) <= 1e-5 * scale, \
         f"{case.name} order {order}: autograd {predicted}, finite differences {numeric} ({sample})"
-
-
-class _null:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
