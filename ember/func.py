@@ -53,12 +53,9 @@ def _unflatten(spec, leaves):
     for n, sub in inner:
         out.append(_unflatten(sub, leaves[start:start + n]))
         start += n
-    return kind(out) if kind is not tuple else tuple(out)
-
-
-def _tensors(tree) -> list:
-    from .tensor import Tensor
-    return [t for t in _flatten(tree)[0] if isinstance(t, Tensor)]
+    if kind is tuple or kind is list:
+        return kind(out)
+    return kind(*out) if hasattr(kind, "_fields") else kind(out)  # namedtuples
 
 
 # Levels: which tensors belong to which transform call ------------------------------------

@@ -70,8 +70,11 @@ class Node:
 
     def output(self, index: int = 0):
         """The forward output ``index`` as a tensor attached to this node."""
-        if self.released or self.out_data is None:
+        if self.released:
             raise _freed_error(self)
+        if self.out_data is None or self.out_data[index] is None:
+            raise EmberError(f"internal error: {self.name()} reads output {index}, which its "
+                             "op does not save (register it with saves_outputs=True)")
         data = self.out_data[index]
         entry = None if self.out_versions is None else self.out_versions[index]
         if entry is not None:

@@ -122,11 +122,23 @@ def inplace(name: str, target, compute, others=(), direct=None):
     old._data = old._data.copy()  # the graph may have saved the old value
     target._data[...] = out._data
     target._version[0] += 1
+    previous = (target._node, target._out_index)
     target._node, target._out_index = out._node, out._out_index
     target._requires_grad = out._requires_grad
+    if target._retains_grad:
+        _move_retain_hook(previous, target)
     if target._base is not None:
         update_view_base(target)
     return target
+
+
+def _move_retain_hook(previous, target) -> None:
+    """``retain_grad`` follows the tensor to its new place in the graph."""
+    node, index = previous
+    keep = node.retain_hooks.pop(index, None) if node is not None and node.retain_hooks \
+        else None
+    if keep is not None and target._node is not None:
+        target._node.register_retain_hook(target._out_index, keep)
 
 
 def update_view_base(view) -> None:

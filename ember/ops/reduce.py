@@ -72,7 +72,7 @@ def _count(shape, dims) -> int:
     return math.prod(shape[d] for d in dims)
 
 
-def _require_nonempty(input, dims, op: str, what: str = "") -> None:
+def _require_nonempty(input, dims, op: str) -> None:
     """Reductions without an identity (max, min) fail on an empty reduced dim."""
     if dims is None:
         if input.numel() == 0:
@@ -83,7 +83,7 @@ def _require_nonempty(input, dims, op: str, what: str = "") -> None:
     for d in dims:
         if input.ndim and input.shape[d] == 0:
             raise EmberIndexError(f"{op}(): Expected reduction dim {d} to have non-zero size"
-                                  f" (input shape {tuple(input.shape)}){what}.")
+                                  f" (input shape {tuple(input.shape)}).")
 
 
 # sum / prod ---------------------------------------------------------------------------

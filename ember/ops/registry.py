@@ -126,7 +126,7 @@ def _record(op, inputs, params, results, out_data):
     edges = tuple(edge_of(t) for t in inputs)
     if op.n_outputs == 1 and out_data is not None:
         out_data = (out_data,)
-    node = Node(op, inputs, edges, params, out_data)
+    node = Node(op, inputs, edges, params, out_data, results)
     for i, r in enumerate(results):
         if r._dtype.is_floating_point:
             r._node, r._out_index, r._requires_grad = node, i, True

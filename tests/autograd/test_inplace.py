@@ -48,8 +48,6 @@ def test_modifying_saved_input_through_a_view_raises():
     check_raises(run, EmberError, "modified by an inplace operation")
 
 
-@pytest.mark.xfail(strict=True, reason="registry._record does not pass outputs=results to "
-                   "Node, so saved outputs of registry ops are not version-checked")
 def test_modifying_saved_output_raises():
     def run(m):
         b = t(m, [1.0, 2.0], True).exp()  # exp's VJP reads its output
@@ -173,4 +171,15 @@ def test_in_place_on_view_does_not_affect_unrelated_grads():
         y[1:].zero_()
         (y * b).sum().backward()
         return a.grad, b.grad
+    check(run)
+
+
+def test_retain_grad_follows_in_place_op():
+    def run(m):
+        a = t(m, [1.0, 2.0], True)
+        y = a * 2
+        y.retain_grad()
+        y.mul_(3)
+        (y * y).sum().backward()
+        return y.grad, a.grad
     check(run)

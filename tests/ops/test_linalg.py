@@ -31,18 +31,22 @@ def triples(*shapes, **kwargs):
 
 def einsum_samples(rng, dtype):
     r = lambda *shape: rand(rng, shape, dtype)  # noqa: E731
-    return [
+    # Three operands: PyTorch rounds the pairwise intermediate to the half dtype, ember
+    # keeps it in float32, so those are compared in float32 and float64 only.
+    chains = [] if dtype in ("float16", "bfloat16") else [
+        S("bn,anm,bm->ba", r(2, 3), r(4, 3, 5), r(2, 5)),
+        S("ij,jk,kl->il", r(2, 3), r(3, 4), r(4, 2))]
+    return chains + [
         S("ij,jk->ik", r(3, 4), r(4, 5)), S("ij,jk", nc(r(3, 4)), r(4, 5)),
         S("bij,bjk->bik", r(2, 3, 4), r(2, 4, 5)), S("ii->i", r(3, 3)), S("ii", r(3, 3)),
         S("ij->ji", r(3, 4)), S("...ij,...jk->...ik", r(2, 1, 3, 4), r(5, 4, 2)),
         S("i,j->ij", r(3), r(4)), S("ij,ij->", r(3, 4), r(3, 4)), S("ijk->", r(2, 3, 4)),
-        S("ij->j", r(3, 4)), S("bn,anm,bm->ba", r(2, 3), r(4, 3, 5), r(2, 5)),
+        S("ij->j", r(3, 4)),
         S("i,i", r(5), r(5)), S("ij,j->i", r(3, 4), r(4)), S("ba", r(3, 4)),
         S("ij,ij->ij", r(3, 1), r(3, 4)), S("iij->ij", r(3, 3, 2)), S("...->", r(2, 3)),
         S(",ij->ij", r(), r(2, 3)), S("ij,jk->ik", r(0, 3), r(3, 2)),
         S("Ab,bA->A", r(2, 3), r(3, 2)), S("i j , j k -> i k", r(2, 3), r(3, 2)),
-        S("...i,...i->...", r(4, 3), r(3)), S("iji->j", r(2, 3, 2)),
-        S("ij,jk,kl->il", r(2, 3), r(3, 4), r(4, 2))]
+        S("...i,...i->...", r(4, 3), r(3)), S("iji->j", r(2, 3, 2))]
 
 
 def tensordot_samples(rng, dtype):

@@ -110,8 +110,9 @@ def scatter_reduce_samples(reduce, include_self):
 
 def index_select_samples(rng, d):
     r = lambda shape: rand(rng, shape, d)  # noqa: E731
-    return [S(r((3, 4)), 0, idx(rng, (5,), 3)), S(r((3, 4)), -1, idx(rng, (3,), 4).astype(np.int32)),
-            S(r(()), 0, np.array([0, 0])[:1]), S(r((3, 4)), 1, idx(rng, (), 4)),
+    return [S(r((3, 4)), 0, idx(rng, (5,), 3)),
+            S(r((3, 4)), -1, idx(rng, (3,), 4).astype(np.int32)),
+            S(r(()), 0, np.array([0])), S(r((3, 4)), 1, idx(rng, (), 4)),
             S(r((3, 4)), 0, idx(rng, (0,), 3)), S(nc(r((4, 3))), 1, idx(rng, (4,), 3))]
 
 
@@ -232,7 +233,7 @@ def searchsorted_samples(rng, d):
             S(seq((2, 3, 4)), r((2, 3, 5)), right=True), S(seq((6,)), 2),
             S(seq((6,))[perm.argsort()], r((4,)), sorter=perm),
             S(seq((6,)), r((4,)), out_int32=True), S(seq((6,)), r((0,))),
-            S(seq((2, 6)), r((2, 0)))]
+            S(seq((2, 6)), r((2, 0))), S(seq((0, 6)), r((0, 2))), S(seq((2, 0)), r((2, 3)))]
 
 
 def bucketize_samples(rng, d):
