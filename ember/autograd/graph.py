@@ -21,19 +21,24 @@ class Node:
 
     def __init__(self, op, inputs, edges, params, out_data=None, outputs=None):
         self.op = op
-        if not op.saves_inputs:
-            # Only shapes are needed; holding the tensors could make a cycle (a view's
-            # node holding its base, whose graph reaches the view after an in-place op).
-            # Non-float tensors never get a node, so they are safe to keep (``where``
-            # reads its condition).
-            inputs = tuple(_InputMeta(t) if t._dtype.is_floating_point else t
-                           for t in inputs)
+        saves = op.saves_inputs
+        if saves is True:
+            # Saved-tensor versions, checked when the VJP reads an input's value.
+            self.versions = tuple(t._version[0] for t in inputs)
+        else:
+            # Only shapes are needed of the inputs not saved; holding the tensors could
+            # make a cycle (a view's node holding its base, whose graph reaches the view
+            # after an in-place op). Non-float tensors never get a node, so they are safe
+            # to keep (``where`` reads its condition).
+            keep = saves or ()
+            inputs = tuple(t if i in keep or not t._dtype.is_floating_point
+                           else _InputMeta(t) for i, t in enumerate(inputs))
+            self.versions = tuple(t._version[0] if i in keep else None
+                                  for i, t in enumerate(inputs)) if keep else None
         self.inputs = inputs
         self.edges = edges
         self.params = params
         self.out_data = out_data
-        # Saved-tensor versions, checked when the VJP reads an input's value.
-        self.versions = tuple(t._version[0] for t in inputs) if op.saves_inputs else None
         # The outputs' version counters (not the outputs: that would be a cycle), so that
         # reading a saved output after it was modified in place is caught.
         self.out_versions = None
@@ -64,7 +69,7 @@ class Node:
             raise _freed_error(self)
         if self.versions is not None:
             for t, v in zip(self.inputs, self.versions):
-                if t._version[0] != v:
+                if v is not None and t._version[0] != v:
                     raise _modified_error(self, t.dtype, t.shape, "an input", t._version[0], v)
         return self.inputs
 

@@ -460,7 +460,7 @@ def where(condition, input=None, other=None):
     tensor([1., 0.])
     """
     if input is None and other is None:
-        from .index import nonzero
+        from .selection import nonzero
         return nonzero(condition, as_tuple=True)
     from .logical import _as_bool
     (a, b), _ = promote("where", (input, other))

@@ -140,12 +140,6 @@ def _copy_(self, src, non_blocking: bool = False):
     return inplace("copy_", self, compute, (src,), direct)
 
 
-def _masked_fill_(self, mask, value):
-    from . import elementwise
-    return inplace("masked_fill_", self, lambda x: elementwise.where(mask, value, x),
-                   (value,) if isinstance(value, Tensor) else ())
-
-
 _install()
 for _m in (linalg, movement, selection):
     register_methods(_m, skip=getattr(_m, "NOT_METHODS", ()))

@@ -33,7 +33,9 @@ class Op:
         infer: ``infer(*avals, **params)`` returning ``(shape, dtype)`` (or a tuple of
             them) without computing anything; defaults to evaluating the forward on
             zero-stride placeholder arrays.
-        saves_inputs: the VJP reads the inputs' values (enables the in-place check).
+        saves_inputs: the VJP reads the inputs' values (True), none of them (False), or
+            only those at the given positions (a tuple); saved inputs are checked
+            against in-place modification before the VJP reads them.
         saves_outputs: the VJP reads the outputs' values.
         broadcasting: inputs broadcast, so gradients are summed back to input shapes.
         is_view: the output shares memory with the first input.
@@ -45,7 +47,7 @@ class Op:
 
     def __init__(self, name: str, forward: Callable, vjp: Callable | None = None, *,
                  infer: Callable | None = None, n_outputs: int = 1,
-                 saves_inputs: bool = True, saves_outputs: bool = False,
+                 saves_inputs: bool | tuple = True, saves_outputs: bool = False,
                  broadcasting: bool = False, is_view: bool = False,
                  dynamic_shape: bool = False, explain: Callable | None = None):
         self.name = name

@@ -186,13 +186,13 @@ def _scatter_add_vjp(n, g):
     return g, None, gs
 
 
-_GATHER = register("gather", _gather_forward, _gather_vjp)
+_GATHER = register("gather", _gather_forward, _gather_vjp, saves_inputs=(1,))
 _SCATTER = register(
     "scatter", lambda xp, a, index, src, dim:
-    _scatter_write(xp, a.copy(), index, src, dim, None, True, "scatter"), _scatter_vjp)
+    _scatter_write(xp, a.copy(), index, src, dim, None, True, "scatter"), _scatter_vjp, saves_inputs=(1,))
 _SCATTER_ADD = register(
     "scatter_add", lambda xp, a, index, src, dim:
-    _scatter_write(xp, a.copy(), index, src, dim, "sum", True, "scatter_add"), _scatter_add_vjp)
+    _scatter_write(xp, a.copy(), index, src, dim, "sum", True, "scatter_add"), _scatter_add_vjp, saves_inputs=(1,))
 
 
 def gather(input, dim: int, index, *, sparse_grad: bool = False):
@@ -404,15 +404,16 @@ def _index_add_forward(xp, a, index, source, dim, alpha):
     return _index_write(xp, a.copy(), index, source, dim, True, "index_add")
 
 
-_INDEX_SELECT = register("index_select", _index_select_forward, _index_select_vjp)
-_INDEX_ADD = register("index_add", _index_add_forward, _index_add_vjp)
+_INDEX_SELECT = register("index_select", _index_select_forward, _index_select_vjp, saves_inputs=(1,))
+_INDEX_ADD = register("index_add", _index_add_forward, _index_add_vjp, saves_inputs=(1,))
 _INDEX_COPY = register(
     "index_copy", lambda xp, a, index, source, dim:
-    _index_write(xp, a.copy(), index, source, dim, False, "index_copy"), _index_copy_vjp)
+    _index_write(xp, a.copy(), index, source, dim, False, "index_copy"), _index_copy_vjp,
+    saves_inputs=(1,))
 _INDEX_FILL = register(
     "index_fill", lambda xp, a, index, value, dim:
     _index_write(xp, a.copy(), index, value, dim, False, "index_fill", negative=True),
-    _index_fill_vjp)
+    _index_fill_vjp, saves_inputs=(1,))
 
 
 def _prep_index(op, input, dim, index, allowed):
@@ -533,9 +534,9 @@ def _masked_scatter_vjp(n, g):
 
 
 _MASKED_SELECT = register("masked_select", _masked_select_forward, _masked_select_vjp,
-                          broadcasting=True, dynamic_shape=True)
+                          broadcasting=True, dynamic_shape=True, saves_inputs=(1,))
 _MASKED_SCATTER = register("masked_scatter", _masked_scatter_forward, _masked_scatter_vjp,
-                           broadcasting=True)
+                           broadcasting=True, saves_inputs=(1,))
 
 
 def masked_fill(input, mask, value):
@@ -592,7 +593,7 @@ def _take_vjp(n, g):
     return reshape(grad, tuple(n.inputs[0].shape)), None
 
 
-_TAKE = register("take", _take_forward, _take_vjp)
+_TAKE = register("take", _take_forward, _take_vjp, saves_inputs=(1,))
 
 
 def take(input, index):

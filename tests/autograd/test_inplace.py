@@ -183,3 +183,18 @@ def test_retain_grad_follows_in_place_op():
         (y * y).sum().backward()
         return y.grad, a.grad
     check(run)
+
+
+def test_ops_that_save_only_their_index_allow_modifying_the_input():
+    """gather/sort read only the index in backward: changing the input in place is fine
+    (as in PyTorch), while changing the index is caught."""
+    x = ember.tensor([3.0, 1.0, 2.0], requires_grad=True) * 1
+    values, _ = x.sort()
+    x.add_(1)
+    values.backward(ember.tensor([1.0, 2.0, 3.0]))
+    y = ember.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    index = ember.tensor([[1], [0]])
+    out = ember.gather(y * 1, 1, index)
+    index.add_(0)
+    with pytest.raises(ember.EmberError, match="modified by an inplace operation"):
+        out.sum().backward()
