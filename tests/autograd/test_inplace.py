@@ -188,10 +188,12 @@ def test_retain_grad_follows_in_place_op():
 def test_ops_that_save_only_their_index_allow_modifying_the_input():
     """gather/sort read only the index in backward: changing the input in place is fine
     (as in PyTorch), while changing the index is caught."""
-    x = ember.tensor([3.0, 1.0, 2.0], requires_grad=True) * 1
+    a = ember.tensor([3.0, 1.0, 2.0], requires_grad=True)
+    x = a * 1
     values, _ = x.sort()
     x.add_(1)
     values.backward(ember.tensor([1.0, 2.0, 3.0]))
+    assert a.grad.tolist() == [3.0, 1.0, 2.0]
     y = ember.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
     index = ember.tensor([[1], [0]])
     out = ember.gather(y * 1, 1, index)
