@@ -158,8 +158,11 @@ class Tensor:
 
     @property
     def data(self) -> "Tensor":
-        """A tensor sharing storage with this one, outside the graph."""
-        return self.detach()
+        """A tensor sharing storage with this one, outside the graph; unlike
+        :meth:`detach`, its in-place changes are not seen by autograd's checks."""
+        t = self.detach()
+        t._version = [self._version[0]]
+        return t
 
     @data.setter
     def data(self, value: "Tensor") -> None:

@@ -441,13 +441,12 @@ def nan_to_num(input, nan: float = 0.0, posinf: float | None = None,
 
 # three inputs ---------------------------------------------------------------------------
 def _where_vjp(n, g):
-    c = n.inputs[0]
-    zero = g * 0
-    return None, where(c, g, zero), where(c, zero, g)
+    c = n.saved_inputs()[0]
+    return None, where(c, g, 0.0), where(c, 0.0, g)
 
 
 _WHERE = _defop("where", lambda xp, c, a, b: xp.where(c, a, b), _where_vjp,
-                broadcasting=True, saves_inputs=False,
+                broadcasting=True, saves_inputs=(0,),
                 infer=lambda c, a, b: AbstractValue(np.broadcast_shapes(c.shape, a.shape,
                                                                         b.shape), a.dtype))
 
