@@ -16,6 +16,7 @@ from .errors import EmberError, EmberIndexError, EmberTypeError, ShapeError
 from .tensor import Size, Tensor, is_floating_point, is_tensor, numel
 from . import ops
 from .ops.creation import *  # noqa: F401,F403
+from .ops.random import *  # noqa: F401,F403
 from .ops.elementwise import *  # noqa: F401,F403
 from .ops.logical import *  # noqa: F401,F403
 from .ops.reduce import *  # noqa: F401,F403

@@ -3,8 +3,8 @@ variants (``x.exp()``, ``x + y``, ``x.add_(y)``)."""
 from __future__ import annotations
 
 from ..tensor import Tensor
-from . import creation, elementwise as ew, index, linalg, logical as lg, movement, reduce, \
-    selection, shape
+from . import (creation, elementwise as ew, index, linalg, logical as lg, movement, random,
+               reduce, selection, shape)
 from .inplace import inplace
 
 # Methods that are the same function with the tensor first.
@@ -143,6 +143,8 @@ def _copy_(self, src, non_blocking: bool = False):
 _install()
 for _m in (linalg, movement, selection):
     register_methods(_m, skip=getattr(_m, "NOT_METHODS", ()))
+Tensor.bernoulli = random.bernoulli
+Tensor.multinomial = random.multinomial
 Tensor.fill_ = _fill_forward_method
 Tensor.zero_ = _zero_
 Tensor.copy_ = _copy_
@@ -152,7 +154,7 @@ Tensor.clone = shape.clone
 # In-place random fills (what nn.init uses) ----------------------------------------------
 def _random_fill(name, draw):
     def method(self, *args, generator=None, **kwargs):
-        rng = (generator or creation.default_generator())._rng
+        rng = (generator or random.default_generator())._rng
 
         def values():
             arr = draw(rng, tuple(self.shape), *args, **kwargs)

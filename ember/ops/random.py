@@ -1,0 +1,295 @@
+"""Random numbers: generators, seeding, and random tensors."""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from .. import dtypes as dt
+from ..backends import device as _device
+from ..errors import EmberError, EmberTypeError
+from ..tensor import Tensor
+from .creation import _dtype, _new, _number, _size
+
+__all__ = ["rand", "randn", "randint", "normal", "rand_like", "randn_like", "randint_like",
+           "randperm", "bernoulli", "multinomial", "manual_seed", "seed", "initial_seed",
+           "get_rng_state", "set_rng_state", "Generator", "default_generator"]
+
+
+# Random numbers -------------------------------------------------------------------------
+_DEFAULT_SEED = 67280421310721  # what a fresh torch.Generator starts from
+
+
+def _entropy_seed() -> int:
+    return int(np.random.SeedSequence().entropy % (2 ** 63))
+
+
+class Generator:
+    """A random-number generator (NumPy's PCG64 underneath), as ``torch.Generator``.
+
+    >>> g = ember.Generator().manual_seed(0)
+    >>> ember.randn(2, generator=g).shape
+    ember.Size([2])
+    """
+
+    def __init__(self, device="cpu"):
+        self.device = _device(device)
+        self.manual_seed(_DEFAULT_SEED)
+
+    def manual_seed(self, seed: int) -> "Generator":
+        """Restart the stream from ``seed``; returns self."""
+        self._seed = operator.index(seed)
+        self._rng = self.device.backend.generator(self._seed % (2 ** 64))
+        return self
+
+    def seed(self) -> int:
+        """Restart from a seed drawn from the OS's entropy; returns that seed."""
+        self.manual_seed(_entropy_seed())
+        return self._seed
+
+    def initial_seed(self) -> int:
+        return self._seed
+
+    def get_state(self) -> dict:
+        """The generator state, as a JSON-serialisable dict (not a byte tensor)."""
+        return {"seed": self._seed, "bit_generator": self._rng.bit_generator.state}
+
+    def set_state(self, new_state: dict) -> "Generator":
+        """Restore a state from :meth:`get_state`; returns self."""
+        self._seed = new_state["seed"]
+        self._rng.bit_generator.state = new_state["bit_generator"]
+        return self
+
+
+_default_gen: Generator | None = None
+
+
+def default_generator() -> Generator:
+    """The process-wide generator random ops use when given none (seeded from entropy)."""
+    global _default_gen
+    if _default_gen is None:
+        _default_gen = Generator().manual_seed(_entropy_seed())
+    return _default_gen
+
+
+def manual_seed(seed: int) -> Generator:
+    """Seed the default generator, so random ops repeat from here on; returns it.
+
+    >>> ember.manual_seed(0)
+    """
+    return default_generator().manual_seed(seed)
+
+
+def seed() -> int:
+    """Seed the default generator from the OS's entropy; returns the seed."""
+    return default_generator().seed()
+
+
+def initial_seed() -> int:
+    """The seed the default generator was last seeded with."""
+    return default_generator().initial_seed()
+
+
+def get_rng_state() -> dict:
+    """The default generator's state (a JSON-serialisable dict), for
+    :func:`set_rng_state`."""
+    return default_generator().get_state()
+
+
+def set_rng_state(new_state: dict) -> None:
+    """Restore the default generator's state from :func:`get_rng_state`."""
+    default_generator().set_state(new_state)
+
+
+def _rng(generator):
+    return (generator or default_generator())._rng
+
+
+def _float_dtype(name: str, dtype) -> dt.DType:
+    dtype = _dtype(name, dtype)
+    if not dtype.is_floating_point:
+        raise EmberTypeError(f"{name}: expected a floating dtype, got {dtype.name}")
+    return dtype
+
+
+def _draw_dtype(dtype: dt.DType):
+    # NumPy's generators produce float32 or float64; narrower floats are cast from float32.
+    return np.float64 if dtype is dt.float64 else np.float32
+
+
+_MANTISSA_BITS = {"float16": 11, "bfloat16": 8}
+
+
+def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = False):
+    """Uniform random numbers in [0, 1).
+
+    >>> ember.rand(2, 3).shape
+    ember.Size([2, 3])
+    """
+    dtype = _float_dtype("rand", dtype)
+    arr = _rng(generator).random(_size(size, "rand"), _draw_dtype(dtype))
+    bits = _MANTISSA_BITS.get(dtype.name)
+    if bits is not None:  # round down to the grid the narrow type holds, so 1.0 never appears
+        arr = np.floor(arr * 2.0 ** bits) / 2.0 ** bits
+    return _new("rand", arr, dtype, device, requires_grad)
+
+
+def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = False):
+    """Standard normal random numbers.
+
+    >>> ember.randn(2, 3).shape
+    ember.Size([2, 3])
+    """
+    dtype = _float_dtype("randn", dtype)
+    arr = _rng(generator).standard_normal(_size(size, "randn"), _draw_dtype(dtype))
+    return _new("randn", arr, dtype, device, requires_grad)
+
+
+def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None,
+            requires_grad: bool = False):
+    """Random integers in [low, high): ``randint(10, (3,))`` or ``randint(2, 10, (3,))``.
+
+    >>> ember.randint(0, 10, (3,)).dtype
+    ember.int64
+    """
+    if size is None:  # randint(high, size)
+        low, high, size = 0, low, high
+    if high is None:  # randint(high, size=...)
+        low, high = 0, low
+    if size is None:
+        raise EmberTypeError("randint: size is required, e.g. randint(10, (3,))")
+    low, high = _number("randint", low), _number("randint", high)
+    if not (float(low).is_integer() and float(high).is_integer()):
+        raise EmberTypeError(f"randint: low and high must be integers, got low={low}, "
+                             f"high={high}")
+    low, high = int(low), int(high)
+    if low >= high:
+        raise EmberError(f"randint: expected low < high, got low={low}, high={high}")
+    dtype = _dtype("randint", dtype, dt.int64)
+    if dtype._category == dt._INT:
+        info = np.iinfo(dtype.np)
+        if low < info.min or high - 1 > info.max:
+            raise EmberError(f"randint: [{low}, {high}) does not fit in dtype {dtype.name} "
+                             f"([{info.min}, {info.max}])")
+    elif dtype is dt.bool and (low < 0 or high > 2):
+        raise EmberError(f"randint: [{low}, {high}) does not fit in dtype bool")
+    arr = _rng(generator).integers(low, high, _size((size,), "randint"), dtype=np.int64)
+    return _new("randint", arr, dtype, device, requires_grad)
+
+
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None,
+           requires_grad: bool = False):
+    """Normal random numbers with the given ``mean`` and ``std``.
+
+    ``mean`` and ``std`` may be tensors (the result then has their broadcast shape and
+    dtype), or numbers with ``size`` given.
+
+    >>> ember.normal(2.0, 0.5, (3,)).shape
+    ember.Size([3])
+    """
+    if isinstance(mean, Tensor) or isinstance(std, Tensor):
+        if isinstance(std, Tensor) and std.numel() and bool((std < 0).any()):
+            raise EmberError("normal: expects std >= 0.0, but found a negative std")
+        if not isinstance(std, Tensor) and std < 0:
+            raise EmberError(f"normal: expects std >= 0.0, but found std {std}")
+        out_dtype = dt.result_type(mean, std)
+        if not out_dtype.is_floating_point:
+            raise EmberTypeError(f"normal: expected floating mean and std, got "
+                                 f"{out_dtype.name}")
+        shape = np.broadcast_shapes(*(tuple(v.shape) for v in (mean, std)
+                                      if isinstance(v, Tensor)))
+        ref = mean if isinstance(mean, Tensor) else std
+        noise = randn(shape, generator=generator, dtype=out_dtype, device=ref.device)
+        return (noise * std + mean).detach()
+    if size is None:
+        raise EmberTypeError("normal: size is required when mean and std are numbers")
+    if std < 0:
+        raise EmberError(f"normal: expects std >= 0.0, but found std {std}")
+    dtype = _float_dtype("normal", dtype)
+    arr = _rng(generator).standard_normal(_size((size,), "normal"), _draw_dtype(dtype))
+    return _new("normal", arr * _draw_dtype(dtype)(std) + _draw_dtype(dtype)(mean), dtype,
+                device, requires_grad)
+
+
+def rand_like(input, *, generator=None, dtype=None, device=None, requires_grad=False,
+              memory_format=None):
+    """:func:`rand` with ``input``'s shape, and its dtype and device unless given."""
+    return rand(input.shape, generator=generator, dtype=dtype or input.dtype,
+                device=device or input.device, requires_grad=requires_grad)
+
+
+def randn_like(input, *, generator=None, dtype=None, device=None, requires_grad=False,
+               memory_format=None):
+    """:func:`randn` with ``input``'s shape, and its dtype and device unless given."""
+    return randn(input.shape, generator=generator, dtype=dtype or input.dtype,
+                 device=device or input.device, requires_grad=requires_grad)
+
+
+def randint_like(input, low=0, high=None, *, generator=None, dtype=None, device=None,
+                 requires_grad=False, memory_format=None):
+    """:func:`randint` with ``input``'s shape, and its dtype and device unless given:
+    ``randint_like(x, 10)`` or ``randint_like(x, 2, 10)``."""
+    if high is None:
+        low, high = 0, low
+    return randint(low, high, input.shape, generator=generator, dtype=dtype or input.dtype,
+                   device=device or input.device, requires_grad=requires_grad)
+
+
+def randperm(n: int, *, generator=None, dtype=None, device=None, requires_grad=False):
+    """A random permutation of ``0 .. n-1``.
+
+    >>> ember.randperm(4).sort().values
+    tensor([0, 1, 2, 3])
+    """
+    n = operator.index(n)
+    if n < 0:
+        raise EmberError(f"randperm: n must be non-negative, got {n}")
+    dtype = _dtype("randperm", dtype, dt.int64)
+    return _new("randperm", _rng(generator).permutation(n), dtype, device, requires_grad)
+
+
+def bernoulli(input, p=None, *, generator=None):
+    """1 with probability ``input`` (or ``p`` for every element), else 0; the result has
+    ``input``'s shape and dtype.
+
+    >>> ember.bernoulli(ember.tensor([0.0, 1.0]))
+    tensor([0., 1.])
+    """
+    if not input.dtype.is_floating_point:
+        raise EmberTypeError(f"bernoulli: expected a floating input, got {input.dtype.name}")
+    prob = np.asarray(input._device.backend.to_numpy(input._data) if p is None else p,
+                      dtype=np.float64)
+    if prob.size and not ((prob >= 0) & (prob <= 1)).all():
+        raise EmberError("bernoulli: expected all probabilities in [0, 1]")
+    arr = _rng(generator).random(tuple(input.shape)) < prob
+    return _new("bernoulli", arr, input.dtype, input.device, False)
+
+
+def multinomial(input, num_samples: int, replacement: bool = False, *, generator=None):
+    """Indices drawn from the rows of ``input`` (non-negative weights, 1-D or 2-D).
+
+    >>> ember.multinomial(ember.tensor([0.0, 1.0, 0.0]), 2, replacement=True)
+    tensor([1, 1])
+    """
+    if not input.dtype.is_floating_point:
+        raise EmberTypeError(f"multinomial: expected a floating input, got {input.dtype.name}")
+    if input.ndim not in (1, 2):
+        raise EmberError(f"multinomial: expected a 1-D or 2-D input, got shape "
+                         f"{tuple(input.shape)}")
+    if num_samples <= 0:
+        raise EmberError(f"multinomial: num_samples must be positive, got {num_samples}")
+    probs = np.asarray(input._device.backend.to_numpy(input._data), dtype=np.float64)
+    rows = probs.reshape(-1, probs.shape[-1])
+    if (rows < 0).any() or not np.isfinite(rows).all():
+        raise EmberError("multinomial: probabilities must be finite and non-negative")
+    if (rows.sum(-1) <= 0).any():
+        raise EmberError("multinomial: a row of probabilities sums to zero")
+    if not replacement and ((rows > 0).sum(-1) < num_samples).any():
+        raise EmberError(f"multinomial: cannot draw {num_samples} samples without "
+                         f"replacement from a row with fewer non-zero weights (shape "
+                         f"{tuple(input.shape)})")
+    rng = _rng(generator)
+    out = np.stack([rng.choice(rows.shape[-1], num_samples, replace=replacement,
+                               p=r / r.sum()) for r in rows])
+    out = out.reshape(probs.shape[:-1] + (num_samples,))
+    return _new("multinomial", out, dt.int64, input.device, False)
