@@ -228,6 +228,19 @@ def var(input, dim=None, unbiased: bool | None = None, keepdim: bool = False, *,
     return apply(_VAR, input, dims=dims, correction=correction, keepdim=keepdim)
 
 
+def _std_forward(xp, a, dims, correction, keepdim):
+    return xp.sqrt(_var_forward(xp, a, dims, correction, keepdim))
+
+
+def _std_vjp(n, g):
+    # A zero std has a zero slice around the mean: PyTorch gives it a 0 gradient, not NaN.
+    out = n.output(0)
+    return _var_vjp(n, g / (2 * ew.where(lg.eq(out, 0), 1.0, out)))
+
+
+_STD = register("std", _std_forward, _std_vjp, saves_outputs=True, infer=_reduce_infer)
+
+
 def std(input, dim=None, unbiased: bool | None = None, keepdim: bool = False, *,
         correction=None):
     """Standard deviation: the square root of :func:`var`, same arguments.
@@ -235,7 +248,8 @@ def std(input, dim=None, unbiased: bool | None = None, keepdim: bool = False, *,
     >>> ember.tensor([1.0, 2.0, 3.0, 4.0]).std(correction=0)
     tensor(1.1180)
     """
-    return ew.sqrt(var(input, dim, unbiased, keepdim, correction=correction))
+    dims, correction = _var_args("std", input, dim, unbiased, correction)
+    return apply(_STD, input, dims=dims, correction=correction, keepdim=keepdim)
 
 
 def var_mean(input, dim=None, unbiased: bool | None = None, keepdim: bool = False, *,
@@ -257,8 +271,9 @@ def std_mean(input, dim=None, unbiased: bool | None = None, keepdim: bool = Fals
     >>> ember.std_mean(ember.tensor([1.0, 3.0]))
     (tensor(1.4142), tensor(2.))
     """
-    v, m = var_mean(input, dim, unbiased, keepdim, correction=correction)
-    return ew.sqrt(v), m
+    dims, correction = _var_args("std_mean", input, dim, unbiased, correction)
+    return (apply(_STD, input, dims=dims, correction=correction, keepdim=keepdim),
+            mean(input, dims, keepdim))
 
 
 # max / min ------------------------------------------------------------------------------
