@@ -20,6 +20,7 @@ from .ops.random import *  # noqa: F401,F403
 from .ops.elementwise import *  # noqa: F401,F403
 from .ops.logical import *  # noqa: F401,F403
 from .ops.reduce import *  # noqa: F401,F403
+from .ops.scan import *  # noqa: F401,F403
 from .ops.shape import *  # noqa: F401,F403
 from .ops.index import index_put  # noqa: F401
 from .ops.linalg import *  # noqa: F401,F403

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..tensor import Tensor
 from . import (creation, elementwise as ew, index, linalg, logical as lg, movement, random,
-               reduce, selection, shape)
+               reduce, scan, selection, shape)
 from .inplace import inplace
 
 # Methods that are the same function with the tensor first.
@@ -12,11 +12,13 @@ _METHODS = {}
 
 
 def _collect(module):
+    skip = getattr(module, "NOT_METHODS", ())
     for name in module.__all__:
-        _METHODS[name] = getattr(module, name)
+        if name not in skip:
+            _METHODS[name] = getattr(module, name)
 
 
-for _m in (ew, lg, reduce, shape):
+for _m in (ew, lg, reduce, scan, shape):
     _collect(_m)
 for _name in shape.METHODS_ONLY:
     _METHODS[_name] = getattr(shape, _name)
