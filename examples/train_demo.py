@@ -2,7 +2,7 @@
 
 A two-layer perceptron learns to separate two interleaved spirals: a problem a linear
 model cannot solve. Everything runs through ember tensors and ``loss.backward()``;
-the update is plain SGD with momentum written with in-place ops under ``no_grad``.
+the update is Adam, written with in-place ops under ``no_grad``.
 
     python examples/train_demo.py [--steps 1500] [--seed 0]
 """
@@ -22,7 +22,7 @@ import ember  # noqa: E402
 def spirals(n_per_class: int, generator) -> tuple[ember.Tensor, ember.Tensor]:
     """Two interleaved spirals with a little noise: points (2n, 2), labels (2n,)."""
     t = ember.rand(n_per_class, generator=generator) * 3 * math.pi + 0.5
-    noise = ember.randn(2, n_per_class, 2, generator=generator) * 0.15
+    noise = ember.randn(2, n_per_class, 2, generator=generator) * 0.04
     arm = ember.stack([t * ember.cos(t), t * ember.sin(t)], dim=1) / (3 * math.pi)
     points = ember.cat([arm + noise[0], -arm + noise[1]])
     labels = ember.cat([ember.zeros(n_per_class, dtype=ember.int64),
@@ -47,7 +47,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=1500)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--hidden", type=int, default=64)
-    parser.add_argument("--lr", type=float, default=0.1)
+    parser.add_argument("--lr", type=float, default=0.01)
     args = parser.parse_args()
 
     gen = ember.Generator().manual_seed(args.seed)
@@ -55,7 +55,8 @@ def main() -> None:
     x_test, y_test = spirals(250, gen)
     params = [*init_linear(2, args.hidden, gen), *init_linear(args.hidden, args.hidden, gen),
               *init_linear(args.hidden, 2, gen)]
-    velocity = [ember.zeros_like(p) for p in params]
+    moments = [(ember.zeros_like(p), ember.zeros_like(p)) for p in params]
+    beta1, beta2, eps = 0.9, 0.999, 1e-8
 
     def model(x):
         w1, b1, w2, b2, w3, b3 = params
@@ -70,9 +71,12 @@ def main() -> None:
             p.grad = None
         loss.backward()
         with ember.no_grad():
-            for p, v in zip(params, velocity):
-                v.mul_(0.9).add_(p.grad)
-                p.sub_(v, alpha=args.lr)
+            for p, (m, v) in zip(params, moments):
+                m.mul_(beta1).add_(p.grad, alpha=1 - beta1)
+                v.mul_(beta2).add_(p.grad * p.grad, alpha=1 - beta2)
+                m_hat = m / (1 - beta1 ** step)
+                v_hat = v / (1 - beta2 ** step)
+                p.sub_(args.lr * m_hat / (v_hat.sqrt() + eps))
         if step % max(1, args.steps // 10) == 0 or step == 1:
             print(f"step {step:5d}  loss {loss.item():.4f}")
     elapsed = time.perf_counter() - start
