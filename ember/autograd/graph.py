@@ -10,6 +10,8 @@ values at once.
 """
 from __future__ import annotations
 
+import math
+
 from ..errors import EmberError
 from . import grad_mode
 
@@ -30,11 +32,15 @@ class Node:
             # make a cycle (a view's node holding its base, whose graph reaches the view
             # after an in-place op). Non-float tensors never get a node, so they are safe
             # to keep (``where`` reads its condition).
-            keep = saves or ()
-            inputs = tuple(t if i in keep or not t._dtype.is_floating_point
-                           else _InputMeta(t) for i, t in enumerate(inputs))
-            self.versions = tuple(t._version[0] if i in keep else None
-                                  for i, t in enumerate(inputs)) if keep else None
+            if saves:
+                inputs = tuple(t if i in saves or not t._dtype.is_floating_point
+                               else _InputMeta(t) for i, t in enumerate(inputs))
+                self.versions = tuple(t._version[0] if i in saves else None
+                                      for i, t in enumerate(inputs))
+            else:
+                inputs = tuple(_InputMeta(t) if t._dtype.is_floating_point else t
+                               for t in inputs)
+                self.versions = None
         self.inputs = inputs
         self.edges = edges
         self.params = params
@@ -121,20 +127,25 @@ class Node:
 
 class _InputMeta:
     """What a node keeps of an input whose value it does not need: shape, dtype, device."""
-    __slots__ = ("shape", "dtype", "device")
+    __slots__ = ("_shape", "dtype", "device")
 
     def __init__(self, t):
-        self.shape, self.dtype, self.device = t.shape, t.dtype, t.device
+        self._shape, self.dtype, self.device = t._data.shape, t._dtype, t._device
+
+    @property
+    def shape(self):
+        from ..tensor import Size
+        return Size(self._shape)
 
     @property
     def ndim(self) -> int:
-        return len(self.shape)
+        return len(self._shape)
 
     def dim(self) -> int:
-        return len(self.shape)
+        return len(self._shape)
 
     def numel(self) -> int:
-        return self.shape.numel()
+        return math.prod(self._shape)
 
     def size(self, dim: int | None = None):
         return self.shape if dim is None else self.shape[dim]
