@@ -18,6 +18,7 @@ from . import ops
 from .ops.creation import *  # noqa: F401,F403
 from .ops.random import *  # noqa: F401,F403
 from .ops.elementwise import *  # noqa: F401,F403
+from .ops.elementwise_composite import *  # noqa: F401,F403
 from .ops.logical import *  # noqa: F401,F403
 from .ops.reduce import *  # noqa: F401,F403
 from .ops.scan import *  # noqa: F401,F403

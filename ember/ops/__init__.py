@@ -1,5 +1,5 @@
 """ember's operator library: the registry and one module per op family."""
 from .registry import OPS, Op, apply, register  # noqa: F401
-from . import creation, random, elementwise, logical, reduce, shape, index  # noqa: F401
+from . import creation, random, elementwise_composite, elementwise, logical, reduce, shape, index  # noqa: F401
 from . import linalg, movement, scan, selection  # noqa: F401
 from . import methods  # noqa: F401  (attaches Tensor methods)

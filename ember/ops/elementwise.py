@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from .. import dtypes as dt
+from ..backends import CPU as _CPU
 from ..errors import EmberError, describe
 from ._promote import FLOAT, SAME, promote
 from .registry import AbstractValue, apply, register
@@ -462,6 +463,11 @@ def where(condition, input=None, other=None):
         from .selection import nonzero
         return nonzero(condition, as_tuple=True)
     from .logical import _as_bool
+    if not hasattr(input, "dtype") and not hasattr(other, "dtype"):
+        from ._promote import scalar_tensor
+        dtype = dt.result_type(input, other)
+        device = getattr(condition, "device", None) or _CPU
+        input, other = scalar_tensor(input, dtype, device), scalar_tensor(other, dtype, device)
     (a, b), _ = promote("where", (input, other))
     return apply(_WHERE, _as_bool(condition, a), a, b)
 

@@ -3,8 +3,8 @@ variants (``x.exp()``, ``x + y``, ``x.add_(y)``)."""
 from __future__ import annotations
 
 from ..tensor import Tensor
-from . import (creation, elementwise as ew, index, linalg, logical as lg, movement, random,
-               reduce, scan, selection, shape)
+from . import (creation, elementwise as ew, elementwise_composite as ewc, index, linalg,
+               logical as lg, movement, random, reduce, scan, selection, shape)
 from .inplace import inplace
 
 # Methods that are the same function with the tensor first.
@@ -18,7 +18,7 @@ def _collect(module):
             _METHODS[name] = getattr(module, name)
 
 
-for _m in (ew, lg, reduce, scan, shape):
+for _m in (ew, ewc, lg, reduce, scan, shape):
     _collect(_m)
 for _name in shape.METHODS_ONLY:
     _METHODS[_name] = getattr(shape, _name)
@@ -83,6 +83,26 @@ def _install():
         "floor_divide_": ew.floor_divide, "lerp_": ew.lerp, "maximum_": ew.maximum,
         "minimum_": ew.minimum, "nan_to_num_": ew.nan_to_num, "erf_": ew.erf,
         "log1p_": ew.log1p, "expm1_": ew.expm1, "logit_": ew.logit,
+        "absolute_": ew.abs, "acos_": ew.acos, "asin_": ew.asin, "atan_": ew.atan,
+        "arccos_": ew.acos, "arcsin_": ew.asin, "arctan_": ew.atan, "atan2_": ew.atan2,
+        "arctan2_": ew.atan2, "cosh_": ew.cosh, "sinh_": ew.sinh, "tan_": ew.tan,
+        "log2_": ew.log2, "log10_": ew.log10, "exp2_": ew.exp2, "erfc_": ew.erfc,
+        "frac_": ew.frac, "fix_": ew.trunc, "sgn_": ew.sign, "negative_": ew.neg,
+        "multiply_": ew.mul, "subtract_": ew.sub, "divide_": ew.div, "true_divide_": ew.div,
+        "xlogy_": ew.xlogy, "addcmul_": ewc.addcmul, "addcdiv_": ewc.addcdiv,
+        "clamp_min_": ewc.clamp_min, "clamp_max_": ewc.clamp_max, "hypot_": ewc.hypot,
+        "deg2rad_": ewc.deg2rad, "rad2deg_": ewc.rad2deg, "copysign_": ewc.copysign,
+        "heaviside_": ewc.heaviside, "sinc_": ewc.sinc, "asinh_": ewc.asinh,
+        "acosh_": ewc.acosh, "atanh_": ewc.atanh, "arcsinh_": ewc.asinh,
+        "arccosh_": ewc.acosh, "arctanh_": ewc.atanh, "eq_": lg.eq, "ne_": lg.ne,
+        "lt_": lg.lt, "le_": lg.le, "gt_": lg.gt, "ge_": lg.ge, "not_equal_": lg.ne,
+        "greater_": lg.gt, "greater_equal_": lg.ge, "less_": lg.lt, "less_equal_": lg.le,
+        "logical_and_": lg.logical_and, "logical_or_": lg.logical_or,
+        "logical_xor_": lg.logical_xor, "logical_not_": lg.logical_not,
+        "bitwise_and_": lg.bitwise_and, "bitwise_or_": lg.bitwise_or,
+        "bitwise_xor_": lg.bitwise_xor, "bitwise_not_": lg.bitwise_not,
+        "cumsum_": scan.cumsum, "cumprod_": scan.cumprod, "tril_": movement.tril,
+        "triu_": movement.triu,
         "__iadd__": ew.add, "__isub__": ew.sub, "__imul__": ew.mul, "__itruediv__": ew.div,
         "__ifloordiv__": ew.floor_divide, "__imod__": ew.remainder, "__ipow__": ew.pow,
         "__iand__": lg.bitwise_and, "__ior__": lg.bitwise_or, "__ixor__": lg.bitwise_xor,

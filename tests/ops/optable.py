@@ -285,7 +285,9 @@ def generate(cases, namespace):
                 if tg is None:
                     assert eg is None or not eg.detach().numpy().any(), what
                     continue
-                assert eg is not None, f"{what}: ember gave no gradient"
+                if eg is None:  # not connected in ember's graph: torch's must be zero
+                    assert not result_arrays(tg)[0].any(), f"{what}: ember gave no gradient"
+                    continue
                 assert eg.dtype.name == dtype, f"{what}: grad dtype {eg.dtype}"
                 assert_close(result_arrays(eg), result_arrays(tg), dtype, GRAD_TOL, what)
 
