@@ -36,6 +36,17 @@ def register_methods(module, skip=()) -> None:
             setattr(Tensor, name, getattr(module, name))
 
 
+# Methods whose in-place variant ``name_`` computes ``name`` and writes it back.
+_INPLACE = """add sub mul div pow clamp clip neg negative abs absolute exp exp2 log log2 log10
+log1p expm1 sqrt rsqrt sigmoid tanh relu sin cos tan asin acos atan arcsin arccos arctan atan2
+arctan2 sinh cosh asinh acosh atanh arcsinh arccosh arctanh floor ceil round trunc fix frac
+sign sgn reciprocal square remainder fmod floor_divide lerp nan_to_num erf erfc logit multiply
+subtract divide true_divide xlogy addcmul addcdiv clamp_min clamp_max hypot deg2rad rad2deg
+copysign heaviside sinc eq ne lt le gt ge not_equal greater greater_equal less less_equal
+logical_and logical_or logical_xor logical_not bitwise_and bitwise_or bitwise_xor bitwise_not
+cumsum cumprod tril triu""".split()
+
+
 def _swap(fn):
     return lambda self, other: fn(other, self)
 
@@ -52,8 +63,10 @@ def _inplace_method(fn, name):
 
 def _install():
     for name, fn in _METHODS.items():
-        if not hasattr(Tensor, name) or name in ("abs", "round"):
+        if not hasattr(Tensor, name):
             setattr(Tensor, name, fn)
+    for module in (linalg, movement, selection):
+        register_methods(module, skip=getattr(module, "NOT_METHODS", ()))
     ops = {
         "__add__": ew.add, "__radd__": _swap(ew.add), "__sub__": ew.sub,
         "__rsub__": _swap(ew.sub), "__mul__": ew.mul, "__rmul__": _swap(ew.mul),
@@ -72,42 +85,13 @@ def _install():
     for name, fn in ops.items():
         setattr(Tensor, name, fn)
 
-    inplace_ops = {
-        "add_": ew.add, "sub_": ew.sub, "mul_": ew.mul, "div_": ew.div, "pow_": ew.pow,
-        "clamp_": ew.clamp, "clip_": ew.clamp, "neg_": ew.neg, "abs_": ew.abs,
-        "exp_": ew.exp, "log_": ew.log, "sqrt_": ew.sqrt, "rsqrt_": ew.rsqrt,
-        "sigmoid_": ew.sigmoid, "tanh_": ew.tanh, "relu_": ew.relu, "sin_": ew.sin,
-        "cos_": ew.cos, "floor_": ew.floor, "ceil_": ew.ceil, "round_": ew.round,
-        "trunc_": ew.trunc, "sign_": ew.sign, "reciprocal_": ew.reciprocal,
-        "square_": ew.square, "remainder_": ew.remainder, "fmod_": ew.fmod,
-        "floor_divide_": ew.floor_divide, "lerp_": ew.lerp, "maximum_": ew.maximum,
-        "minimum_": ew.minimum, "nan_to_num_": ew.nan_to_num, "erf_": ew.erf,
-        "log1p_": ew.log1p, "expm1_": ew.expm1, "logit_": ew.logit,
-        "absolute_": ew.abs, "acos_": ew.acos, "asin_": ew.asin, "atan_": ew.atan,
-        "arccos_": ew.acos, "arcsin_": ew.asin, "arctan_": ew.atan, "atan2_": ew.atan2,
-        "arctan2_": ew.atan2, "cosh_": ew.cosh, "sinh_": ew.sinh, "tan_": ew.tan,
-        "log2_": ew.log2, "log10_": ew.log10, "exp2_": ew.exp2, "erfc_": ew.erfc,
-        "frac_": ew.frac, "fix_": ew.trunc, "sgn_": ew.sign, "negative_": ew.neg,
-        "multiply_": ew.mul, "subtract_": ew.sub, "divide_": ew.div, "true_divide_": ew.div,
-        "xlogy_": ew.xlogy, "addcmul_": ewc.addcmul, "addcdiv_": ewc.addcdiv,
-        "clamp_min_": ewc.clamp_min, "clamp_max_": ewc.clamp_max, "hypot_": ewc.hypot,
-        "deg2rad_": ewc.deg2rad, "rad2deg_": ewc.rad2deg, "copysign_": ewc.copysign,
-        "heaviside_": ewc.heaviside, "sinc_": ewc.sinc, "asinh_": ewc.asinh,
-        "acosh_": ewc.acosh, "atanh_": ewc.atanh, "arcsinh_": ewc.asinh,
-        "arccosh_": ewc.acosh, "arctanh_": ewc.atanh, "eq_": lg.eq, "ne_": lg.ne,
-        "lt_": lg.lt, "le_": lg.le, "gt_": lg.gt, "ge_": lg.ge, "not_equal_": lg.ne,
-        "greater_": lg.gt, "greater_equal_": lg.ge, "less_": lg.lt, "less_equal_": lg.le,
-        "logical_and_": lg.logical_and, "logical_or_": lg.logical_or,
-        "logical_xor_": lg.logical_xor, "logical_not_": lg.logical_not,
-        "bitwise_and_": lg.bitwise_and, "bitwise_or_": lg.bitwise_or,
-        "bitwise_xor_": lg.bitwise_xor, "bitwise_not_": lg.bitwise_not,
-        "cumsum_": scan.cumsum, "cumprod_": scan.cumprod, "tril_": movement.tril,
-        "triu_": movement.triu,
-        "__iadd__": ew.add, "__isub__": ew.sub, "__imul__": ew.mul, "__itruediv__": ew.div,
-        "__ifloordiv__": ew.floor_divide, "__imod__": ew.remainder, "__ipow__": ew.pow,
-        "__iand__": lg.bitwise_and, "__ior__": lg.bitwise_or, "__ixor__": lg.bitwise_xor,
-    }
-    for name, fn in inplace_ops.items():
+    for name in _INPLACE:
+        setattr(Tensor, name + "_", _inplace_method(getattr(Tensor, name), name + "_"))
+    augmented = {"__iadd__": ew.add, "__isub__": ew.sub, "__imul__": ew.mul,
+                 "__itruediv__": ew.div, "__ifloordiv__": ew.floor_divide,
+                 "__imod__": ew.remainder, "__ipow__": ew.pow, "__iand__": lg.bitwise_and,
+                 "__ior__": lg.bitwise_or, "__ixor__": lg.bitwise_xor}
+    for name, fn in augmented.items():
         setattr(Tensor, name, _inplace_method(fn, name))
 
     Tensor.new_zeros = lambda self, *size, dtype=None, device=None, requires_grad=False: \
@@ -163,8 +147,6 @@ def _copy_(self, src, non_blocking: bool = False):
 
 
 _install()
-for _m in (linalg, movement, selection):
-    register_methods(_m, skip=getattr(_m, "NOT_METHODS", ()))
 Tensor.bernoulli = random.bernoulli
 Tensor.multinomial = random.multinomial
 Tensor.fill_ = _fill_forward_method
