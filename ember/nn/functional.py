@@ -1,0 +1,11 @@
+"""``ember.nn.functional``: the functional forms of the layers, with PyTorch's names and
+signatures. The fused primitives live in ``ember/ops`` (conv, pooling, activation, norm,
+loss, attention, nn_misc); this module gathers them."""
+from ..ops.activation import *  # noqa: F401,F403
+from ..ops.attention import *  # noqa: F401,F403
+from ..ops.conv import *  # noqa: F401,F403
+from ..ops.loss import *  # noqa: F401,F403
+from ..ops.movement import pad  # noqa: F401
+from ..ops.nn_misc import *  # noqa: F401,F403
+from ..ops.norm import *  # noqa: F401,F403
+from ..ops.pooling import *  # noqa: F401,F403
