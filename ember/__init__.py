@@ -41,3 +41,4 @@ __version__ = "0.1.0"
 
 
 from . import func  # noqa: E402  (ember.func uses the names above)
+from . import data, nn, optim, utils  # noqa: E402

@@ -1,0 +1,1 @@
+"""``ember.data``: datasets, samplers and the DataLoader."""

@@ -1,0 +1,1 @@
+"""``ember.utils``: activation checkpointing and other helpers."""
