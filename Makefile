@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(PY) examples/train_demo.py
+	$(PY) examples/train_digits_cnn.py
 
 test: $(STAMP)
 	$(PY) -m pytest tests

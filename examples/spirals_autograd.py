@@ -4,7 +4,7 @@ A two-layer perceptron learns to separate two interleaved spirals: a problem a l
 model cannot solve. Everything runs through ember tensors and ``loss.backward()``;
 the update is Adam, written with in-place ops under ``no_grad``.
 
-    python examples/train_demo.py [--steps 1500] [--seed 0]
+    python examples/spirals_autograd.py [--steps 1500] [--seed 0]
 """
 from __future__ import annotations
 
