@@ -1,7 +1,8 @@
-"""ember beside PyTorch (and raw NumPy) on the eager micro-benchmarks of issue 2.
+"""ember beside PyTorch (and raw NumPy): eager micro-benchmarks and the reference
+training steps of DESIGN.md.
 
     python bench/run.py                  # all workloads
-    python bench/run.py --only overhead  # one of: overhead, matmul, elementwise
+    python bench/run.py --only overhead  # overhead, matmul, elementwise, mlp, cnn, gpt
     python bench/run.py --native-blas    # unset OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE for
                                          # this run (every framework runs under it)
 
@@ -17,6 +18,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
 
@@ -24,7 +26,7 @@ import ember  # noqa: E402
 
 try:
     import torch  # noqa: E402
-    torch.set_num_threads(os.cpu_count() or 1)
+    torch.set_num_threads(2)  # as ../shared/peers.py
 except ImportError:
     torch = None
 
@@ -87,7 +89,18 @@ def elementwise(repeat: int):
     return [("add 16M float32", "GB/s", row, lambda s: moved / s / 1e9)]
 
 
-WORKLOADS = {"overhead": overhead, "matmul": matmul, "elementwise": elementwise}
+def training(workload: str):
+    def run(repeat: int):
+        from training import make_step
+        row = {"ember": median_time(make_step(ember, workload), 3, repeat)}
+        if torch is not None:
+            row["torch"] = median_time(make_step(torch, workload), 3, repeat)
+        return [(f"{workload} training step", "ms/step", row, lambda s: s * 1e3)]
+    return run
+
+
+WORKLOADS = {"overhead": overhead, "matmul": matmul, "elementwise": elementwise,
+             "mlp": training("mlp"), "cnn": training("cnn"), "gpt": training("gpt")}
 
 
 def main() -> None:

@@ -31,6 +31,7 @@ from . import autograd
 from .autograd import (enable_grad, inference_mode, is_grad_enabled,
                        is_inference_mode_enabled, no_grad, set_grad_enabled)
 from ._printing import get_printoptions, printoptions, set_printoptions
+from .serialization import load, save
 
 dtype = DType
 

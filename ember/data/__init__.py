@@ -1,1 +1,20 @@
-"""``ember.data``: datasets, samplers and the DataLoader."""
+"""``ember.data``: datasets, samplers and the DataLoader, with the names and behaviour of
+PyTorch's ``torch.utils.data``.
+
+>>> ds = ember.data.TensorDataset(ember.randn(8, 3), ember.arange(8))
+>>> for x, y in ember.data.DataLoader(ds, batch_size=4, shuffle=True):
+...     pass
+"""
+from . import datasets
+from .collate import default_collate, default_convert
+from .dataloader import DataLoader
+from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, Subset,
+                      TensorDataset, random_split)
+from .errors import DataError
+from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,
+                      SubsetRandomSampler, WeightedRandomSampler)
+
+__all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset",
+           "Subset", "random_split", "default_collate", "default_convert", "DataLoader",
+           "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
+           "WeightedRandomSampler", "BatchSampler", "DataError", "datasets"]

@@ -1,4 +1,738 @@
-"""(seam: filled by the issue-3 work)"""
+"""Loss functions, as in ``torch.nn.functional``.
+
+``cross_entropy`` with class indices is one fused primitive (log-softmax and the
+negative log-likelihood in one pass, with label smoothing, class weights and
+``ignore_index``); its VJP is one fused kernel for an ordinary backward and the same
+formula in ember ops when a graph of the gradient is being built. ``nll_loss`` and
+``binary_cross_entropy`` are primitives too; the other losses are written with ember ops
+(the pointwise Huber and smooth-L1 terms reuse the fused activation machinery).
+"""
 from __future__ import annotations
 
-__all__: list[str] = []
+import math
+import warnings
+
+import numpy as np
+
+from .. import dtypes as dt
+from ..autograd import grad_mode
+from ..errors import EmberError, EmberIndexError, EmberTypeError, ShapeError
+from ..tensor import Tensor
+from . import elementwise as ew
+from .activation import _pointwise, _upcast, log_softmax, logsigmoid, softmax
+from .elementwise_composite import clamp_min
+from .reduce import mean as _mean, sum as _sum
+from .registry import AbstractValue, apply, register
+from .shape import expand, movedim, reshape, unsqueeze
+
+__all__ = ["cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss",
+           "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+           "kl_div", "cosine_embedding_loss", "margin_ranking_loss", "hinge_embedding_loss",
+           "soft_margin_loss", "triplet_margin_loss", "poisson_nll_loss", "gaussian_nll_loss",
+           "multilabel_soft_margin_loss"]
+
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+# Reduction -----------------------------------------------------------------------------
+def _reduction(name, size_average, reduce, reduction, allowed=_REDUCTIONS) -> str:
+    """The reduction string, from the legacy ``size_average``/``reduce`` flags if given."""
+    if size_average is not None or reduce is not None:
+        size_average = True if size_average is None else size_average
+        reduce = True if reduce is None else reduce
+        reduction = "none" if not reduce else "mean" if size_average else "sum"
+        warnings.warn(f"{name}: size_average and reduce args will be deprecated, please use "
+                      f"reduction='{reduction}' instead.", stacklevel=3)
+    if reduction not in allowed:
+        raise EmberError(f"{name}: {reduction!r} is not a valid value for reduction (expected "
+                         f"one of {', '.join(map(repr, allowed))})")
+    return reduction
+
+
+def _reduce(loss, reduction):
+    if reduction == "mean":
+        return _mean(loss)
+    if reduction == "sum":
+        return _sum(loss)
+    return loss
+
+
+def _require_tensor(name, arg, value):
+    if not isinstance(value, Tensor):
+        raise EmberTypeError(f"{name}: argument '{arg}' must be a Tensor, not "
+                             f"{type(value).__name__}")
+
+
+def _require_float(name, input):
+    _require_tensor(name, "input", input)
+    if not input.dtype.is_floating_point:
+        raise EmberTypeError(f"{name}: expected a floating-point input, got dtype "
+                             f"{input.dtype.name}")
+
+
+# Class-index targets ----------------------------------------------------------------------
+def _class_dim(name, input, target):
+    """Check an (N, C, d1, ...) or (C,) input against its class-index target."""
+    if input.ndim == 0:
+        raise ShapeError(f"{name}: expected an input of 1 or more dims (C,), (N, C) or "
+                         f"(N, C, d1, ...), got a 0-d tensor")
+    if target.dtype not in (dt.int64, dt.uint8):
+        raise EmberTypeError(
+            f"{name}: expected class-index targets of dtype int64 (or uint8) with shape "
+            f"{_target_shape(input)}, or class probabilities of input's shape "
+            f"{tuple(input.shape)}; got target of dtype {target.dtype.name} and shape "
+            f"{tuple(target.shape)}")
+    cdim = 1 if input.ndim >= 2 else 0
+    want = _target_shape(input)
+    if tuple(target.shape) != want:
+        if input.ndim >= 2 and target.ndim >= 1 and target.shape[0] != input.shape[0]:
+            raise ShapeError(f"{name}: expected input batch_size ({input.shape[0]}) to match "
+                             f"target batch_size ({target.shape[0]}) (input of shape "
+                             f"{tuple(input.shape)}, target of shape {tuple(target.shape)})")
+        raise ShapeError(f"{name}: expected target of shape {want} for input of shape "
+                         f"{tuple(input.shape)}, got {tuple(target.shape)}")
+    return cdim
+
+
+def _target_shape(input):
+    return tuple(input.shape[:1]) + tuple(input.shape[2:]) if input.ndim >= 2 else ()
+
+
+def _check_weight(name, weight, input, cdim):
+    if weight is None:
+        return None
+    c = input.shape[cdim]
+    if tuple(weight.shape) != (c,):
+        raise ShapeError(f"{name}: expected weight to be a 1-D tensor of size {c} (the "
+                         f"number of classes), got shape {tuple(weight.shape)}")
+    return weight if weight.dtype is input.dtype else ew.cast(weight, input.dtype)
+
+
+def _targets(xp, t, weight, classes, ignore_index, name, dtype):
+    """(safe targets, valid mask, per-sample weight w[t] masked by valid) as arrays."""
+    valid = t != ignore_index
+    safe = xp.where(valid, t, 0).astype(np.int64)
+    bad = (safe < 0) | (safe >= classes)
+    if bad.any():
+        raise EmberIndexError(f"{name}: target {int(safe[bad].flat[0])} is out of bounds "
+                              f"for {classes} classes")
+    per_sample = weight[safe] if weight is not None else xp.ones(safe.shape, dtype=dtype)
+    return safe, valid, per_sample * valid
+
+
+def _picked(xp, a, safe, cdim):
+    return xp.take_along_axis(a, xp.expand_dims(safe, cdim), axis=cdim).squeeze(cdim)
+
+
+def _reduce_weighted(xp, loss, per_sample, reduction):
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "mean":
+        return loss.sum() / per_sample.sum()
+    return loss
+
+
+# cross_entropy: the fused primitive --------------------------------------------------
+def _ce_forward(xp, x, t, *weight, cdim, ignore_index, reduction, label_smoothing):
+    a = _upcast(x)
+    w = _upcast(weight[0]) if weight else None
+    classes = a.shape[cdim]
+    shift = xp.max(a, axis=cdim, keepdims=True)
+    z = a - shift
+    lse = xp.log(xp.sum(xp.exp(z), axis=cdim, keepdims=True))
+    safe, valid, per_sample = _targets(xp, t, w, classes, ignore_index, "cross_entropy",
+                                       a.dtype)
+    lse_n = lse.squeeze(cdim)
+    loss = (lse_n - _picked(xp, z, safe, cdim)) * per_sample
+    if label_smoothing:
+        if w is None:
+            smooth = classes * lse_n - xp.sum(z, axis=cdim)
+        else:
+            wv = w.reshape((classes,) + (1,) * (a.ndim - cdim - 1))
+            smooth = lse_n * w.sum() - xp.sum(z * wv, axis=cdim)
+        loss = (1 - label_smoothing) * loss + \
+            (label_smoothing / classes) * xp.where(valid, smooth, 0)
+    out = _reduce_weighted(xp, loss, per_sample, reduction)
+    return xp.asarray(out).astype(x.dtype), lse + shift
+
+
+def _ce_backward_forward(xp, g, x, t, lse, *weight, cdim, ignore_index, reduction,
+                         label_smoothing):
+    a = _upcast(x)
+    w = _upcast(weight[0]) if weight else None
+    classes = a.shape[cdim]
+    safe, valid, per_sample = _targets(xp, t, w, classes, ignore_index, "cross_entropy",
+                                       a.dtype)
+    coef = _upcast(g)
+    if reduction == "mean":
+        coef = coef / per_sample.sum()
+    coef = coef * xp.ones(safe.shape, dtype=a.dtype) if coef.ndim == 0 else coef
+    eps = label_smoothing
+    hard = (1 - eps) * per_sample                     # weight of the target class
+    scale = hard
+    if eps:
+        total = classes if w is None else w.sum()
+        scale = hard + (eps / classes) * total * valid
+    grad = xp.exp(a - lse)
+    grad *= xp.expand_dims(scale * coef, cdim)
+    if eps:
+        wv = 1 if w is None else w.reshape((classes,) + (1,) * (a.ndim - cdim - 1))
+        grad -= xp.expand_dims((eps / classes) * valid * coef, cdim) * wv
+    idx = xp.expand_dims(safe, cdim)
+    at_target = xp.take_along_axis(grad, idx, axis=cdim)
+    xp.put_along_axis(grad, idx, at_target - xp.expand_dims(hard * coef, cdim), axis=cdim)
+    return grad.astype(x.dtype, copy=False)
+
+
+def _ce_vjp(n, grads):
+    g = grads[0]
+    inputs = n.saved_inputs()
+    x, t = inputs[0], inputs[1]
+    weight = inputs[2] if len(inputs) > 2 else None
+    p = n.params
+    if not grad_mode.is_grad_enabled():
+        extra = (weight,) if weight is not None else ()
+        gx = apply(_CE_BACKWARD, g, x, t, n.output(1), *extra, **p)
+        return (gx, None) + ((None,) if weight is not None else ())
+    # the same gradient in ember ops, differentiable again
+    cdim, eps = p["cdim"], p["label_smoothing"]
+    classes = x.shape[cdim]
+    hard, valid, denom, onehot = _target_terms(x, t, weight, p["ignore_index"], cdim)
+    coef = g / denom if p["reduction"] == "mean" else g
+    if coef.ndim == 0:
+        coef = expand(coef, tuple(hard.shape))
+    hard = hard * (1 - eps)
+    scale = hard
+    if eps:
+        total = classes if weight is None else _sum(weight)
+        scale = hard + valid * total * (eps / classes)
+    grad = softmax(x, cdim) * unsqueeze(scale * coef, cdim) - onehot * unsqueeze(hard * coef,
+                                                                                cdim)
+    if eps:
+        smooth = unsqueeze(valid * coef * (eps / classes), cdim)
+        if weight is not None:
+            smooth = smooth * reshape(weight, (classes,) + (1,) * (x.ndim - cdim - 1))
+        grad = grad - smooth
+    return (grad, None) + ((None,) if weight is not None else ())
+
+
+def _target_terms(x, t, weight, ignore_index, cdim):
+    """Ember tensors (per-sample weight, valid mask, mean denominator, one-hot target)."""
+    from .nn_misc import one_hot
+    valid_mask = t != ignore_index
+    safe = ew.where(valid_mask, t, 0).to(dt.int64)
+    valid = valid_mask.to(x.dtype)
+    per_sample = valid if weight is None else weight[safe] * valid
+    onehot = movedim(one_hot(safe, x.shape[cdim]), -1, cdim).to(x.dtype)
+    return per_sample, valid, _sum(per_sample), onehot
+
+
+def _ce_infer(x, t, *weight, cdim, ignore_index, reduction, label_smoothing):
+    shape = tuple(t.shape) if reduction == "none" else ()
+    stat = tuple(1 if i == cdim else s for i, s in enumerate(x.shape))
+    acc = dt.float32 if x.dtype.itemsize == 2 else x.dtype
+    return AbstractValue(shape, x.dtype), AbstractValue(stat, acc)
+
+
+_CROSS_ENTROPY = register("cross_entropy_loss", _ce_forward, _ce_vjp, n_outputs=2,
+                          saves_outputs=True, infer=_ce_infer)
+_CE_BACKWARD = register("cross_entropy_loss_backward", _ce_backward_forward)
+
+
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                  size_average: bool | None = None, ignore_index: int = -100,
+                  reduce: bool | None = None, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> Tensor:
+    """Cross-entropy between the logits ``input`` ((C,), (N, C) or (N, C, d1, ...);
+    classes along dim 1) and ``target``: class indices (int64, shape without the class
+    dim) or class probabilities (float, input's shape).
+
+    ``weight`` rescales each class; targets equal to ``ignore_index`` contribute
+    nothing; ``label_smoothing`` mixes the target with the uniform distribution. With
+    ``reduction='mean'`` and class indices, the sum is divided by the total weight of
+    the non-ignored targets.
+
+    >>> F.cross_entropy(ember.tensor([[2.0, 0.0]]), ember.tensor([0]))
+    tensor(0.1269)
+    """
+    name = "cross_entropy"
+    reduction = _reduction(name, size_average, reduce, reduction)
+    _require_float(name, input)
+    _require_tensor(name, "target", target)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise EmberError(f"{name}: label_smoothing must be between 0.0 and 1.0, got "
+                         f"{label_smoothing}")
+    if target.dtype.is_floating_point and tuple(target.shape) == tuple(input.shape) \
+            and input.ndim >= 1:
+        return _cross_entropy_probs(input, target, weight, reduction, label_smoothing)
+    cdim = _class_dim(name, input, target)
+    weight = _check_weight(name, weight, input, cdim)
+    x, t = (reshape(input, (1, -1)), reshape(target, (1,))) if input.ndim == 1 \
+        else (input, target)
+    extra = (weight,) if weight is not None else ()
+    loss = apply(_CROSS_ENTROPY, x, t, *extra, cdim=1, ignore_index=int(ignore_index),
+                 reduction=reduction, label_smoothing=float(label_smoothing))[0]
+    return reshape(loss, ()) if input.ndim == 1 and reduction == "none" else loss
+
+
+def _cross_entropy_probs(input, target, weight, reduction, label_smoothing):
+    cdim = 1 if input.ndim >= 2 else 0
+    classes = input.shape[cdim]
+    weight = _check_weight("cross_entropy", weight, input, cdim)
+    if label_smoothing:
+        target = target * (1 - label_smoothing) + label_smoothing / classes
+    terms = log_softmax(input, cdim) * target
+    if weight is not None:
+        terms = terms * reshape(weight, (classes,) + (1,) * (input.ndim - cdim - 1))
+    loss = -_sum(terms, cdim)
+    if reduction == "mean":
+        return _sum(loss) / (input.numel() // classes if classes else 0)
+    return _reduce(loss, reduction)
+
+
+# nll_loss ------------------------------------------------------------------------------
+def _nll_forward(xp, x, t, *weight, ignore_index, reduction):
+    a = _upcast(x)
+    w = _upcast(weight[0]) if weight else None
+    safe, valid, per_sample = _targets(xp, t, w, a.shape[1], ignore_index, "nll_loss",
+                                       a.dtype)
+    loss = -_picked(xp, a, safe, 1) * per_sample
+    return xp.asarray(_reduce_weighted(xp, loss, per_sample, reduction)).astype(x.dtype)
+
+
+def _nll_vjp(n, g):
+    inputs = n.saved_inputs()
+    x, t = inputs[0], inputs[1]
+    weight = inputs[2] if len(inputs) > 2 else None
+    per_sample, _, denom, onehot = _target_terms(x, t, weight, n.params["ignore_index"], 1)
+    coef = g / denom if n.params["reduction"] == "mean" else g
+    gx = onehot * unsqueeze(-coef * per_sample, 1)
+    return (gx, None) + ((None,) if weight is not None else ())
+
+
+def _nll_infer(x, t, *weight, ignore_index, reduction):
+    return AbstractValue(tuple(t.shape) if reduction == "none" else (), x.dtype)
+
+
+_NLL_LOSS = register("nll_loss", _nll_forward, _nll_vjp, infer=_nll_infer)
+
+
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
+             size_average: bool | None = None, ignore_index: int = -100,
+             reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    """Negative log-likelihood of class-index ``target`` under log-probabilities
+    ``input`` ((C,), (N, C) or (N, C, d1, ...)): -weight[t] * input[t], with PyTorch's
+    weighted mean and ``ignore_index``.
+
+    >>> F.nll_loss(ember.tensor([[-0.5, -1.0]]), ember.tensor([1]))
+    tensor(1.)
+    """
+    name = "nll_loss"
+    reduction = _reduction(name, size_average, reduce, reduction)
+    _require_float(name, input)
+    _require_tensor(name, "target", target)
+    cdim = _class_dim(name, input, target)
+    weight = _check_weight(name, weight, input, cdim)
+    x, t = (reshape(input, (1, -1)), reshape(target, (1,))) if input.ndim == 1 \
+        else (input, target)
+    extra = (weight,) if weight is not None else ()
+    loss = apply(_NLL_LOSS, x, t, *extra, ignore_index=int(ignore_index), reduction=reduction)
+    return reshape(loss, ()) if input.ndim == 1 and reduction == "none" else loss
+
+
+# Regression losses ---------------------------------------------------------------------
+def _difference(name, input, target):
+    _require_tensor(name, "input", input)
+    _require_tensor(name, "target", target)
+    if tuple(input.shape) != tuple(target.shape):
+        warnings.warn(f"{name}: using a target size ({tuple(target.shape)}) that is different "
+                      f"to the input size ({tuple(input.shape)}). This will likely lead to "
+                      "incorrect results due to broadcasting. Please ensure they have the "
+                      "same size.", stacklevel=3)
+    return input - target
+
+
+def _weighted(name, loss, weight, reduction, input):
+    if weight is None:
+        return _reduce(loss, reduction)
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ShapeError(f"{name}: weights and input must have the same size, got weight of "
+                         f"shape {tuple(weight.shape)} and input of shape "
+                         f"{tuple(input.shape)}")
+    return _reduce(loss * weight, reduction)
+
+
+def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
+             reduce: bool | None = None, reduction: str = "mean",
+             weight: Tensor | None = None) -> Tensor:
+    """Squared error (input - target)^2, optionally weighted per element.
+
+    >>> F.mse_loss(ember.tensor([1.0, 2.0]), ember.tensor([0.0, 0.0]))
+    tensor(2.5000)
+    """
+    reduction = _reduction("mse_loss", size_average, reduce, reduction)
+    d = _difference("mse_loss", input, target)
+    return _weighted("mse_loss", d * d, weight, reduction, input)
+
+
+def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
+            reduce: bool | None = None, reduction: str = "mean",
+            weight: Tensor | None = None) -> Tensor:
+    """Absolute error |input - target|, optionally weighted per element.
+
+    >>> F.l1_loss(ember.tensor([1.0, -3.0]), ember.tensor([0.0, 0.0]))
+    tensor(2.)
+    """
+    reduction = _reduction("l1_loss", size_average, reduce, reduction)
+    d = _difference("l1_loss", input, target)
+    return _weighted("l1_loss", ew.abs(d), weight, reduction, input)
+
+
+def _smooth_l1_f(xp, d, beta):
+    ad = xp.abs(d)
+    return xp.where(ad < beta, 0.5 * d * d / beta, ad - 0.5 * beta)
+
+
+def _smooth_l1_df(xp, d, beta):
+    return xp.where(xp.abs(d) < beta, d / beta, xp.sign(d)).astype(d.dtype, copy=False)
+
+
+def _smooth_l1_d2f(d, beta):
+    return ew.where(ew.abs(d) < beta, 1.0 / beta, 0.0)
+
+
+def _huber_f(xp, d, delta):
+    ad = xp.abs(d)
+    return xp.where(ad < delta, 0.5 * d * d, delta * (ad - 0.5 * delta))
+
+
+def _huber_df(xp, d, delta):
+    return xp.clip(d, -delta, delta).astype(d.dtype, copy=False)
+
+
+def _huber_d2f(d, delta):
+    return ew.where(ew.abs(d) < delta, 1.0, 0.0)
+
+
+_SMOOTH_L1 = _pointwise("smooth_l1", _smooth_l1_f, _smooth_l1_df, _smooth_l1_d2f)
+_HUBER = _pointwise("huber", _huber_f, _huber_df, _huber_d2f)
+
+
+def smooth_l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
+                   reduce: bool | None = None, reduction: str = "mean",
+                   beta: float = 1.0) -> Tensor:
+    """0.5 * d^2 / beta where |d| < beta, else |d| - 0.5 * beta (d = input - target);
+    beta = 0 gives the L1 loss.
+
+    >>> F.smooth_l1_loss(ember.tensor([0.5, 3.0]), ember.tensor([0.0, 0.0]))
+    tensor(1.3125)
+    """
+    reduction = _reduction("smooth_l1_loss", size_average, reduce, reduction)
+    if beta < 0:
+        raise EmberError(f"smooth_l1_loss: beta must be non-negative, got {beta}")
+    d = _difference("smooth_l1_loss", input, target)
+    loss = ew.abs(d) if beta == 0 else apply(_SMOOTH_L1, _float_diff(d), beta=float(beta))
+    return _reduce(loss, reduction)
+
+
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0,
+               weight: Tensor | None = None) -> Tensor:
+    """0.5 * d^2 where |d| < delta, else delta * (|d| - 0.5 * delta) (d = input - target).
+
+    >>> F.huber_loss(ember.tensor([0.5, 3.0]), ember.tensor([0.0, 0.0]))
+    tensor(1.3125)
+    """
+    reduction = _reduction("huber_loss", None, None, reduction)
+    if delta <= 0:
+        raise EmberError(f"huber_loss: delta must be positive, got {delta}")
+    d = _difference("huber_loss", input, target)
+    loss = apply(_HUBER, _float_diff(d), delta=float(delta))
+    return _weighted("huber_loss", loss, weight, reduction, input)
+
+
+def _float_diff(d):
+    if not d.dtype.is_floating_point:
+        raise EmberTypeError(f"expected floating-point input and target, got {d.dtype.name}")
+    return d
+
+
+# Binary cross-entropy --------------------------------------------------------------------
+def _clamped_logs(xp, a):
+    return xp.maximum(xp.log(a), -100), xp.maximum(xp.log1p(-a), -100)
+
+
+def _bce_forward(xp, x, t, *weight):
+    a = _upcast(x)
+    if ((a < 0) | (a > 1)).any():
+        raise EmberError("binary_cross_entropy: all elements of input should be between 0 "
+                         "and 1")
+    log_x, log_1mx = _clamped_logs(xp, a)
+    tt = _upcast(t)
+    loss = -(tt * log_x + (1 - tt) * log_1mx)
+    if weight:
+        loss *= _upcast(weight[0])
+    return loss.astype(x.dtype, copy=False)
+
+
+def _bce_vjp(n, g):
+    inputs = n.saved_inputs()
+    x, t = inputs[0], inputs[1]
+    w = inputs[2] if len(inputs) > 2 else None
+    gw_ = g if w is None else g * w
+    gx = gt = gw = None
+    if n.edges[0]:
+        gx = gw_ * (x - t) / clamp_min(x * (1 - x), 1e-12)
+    if n.edges[1]:
+        gt = gw_ * (ew.maximum(ew.log1p(-x), x.new_tensor(-100.0)) -
+                    ew.maximum(ew.log(x), x.new_tensor(-100.0)))
+    if w is not None and n.edges[2]:
+        gw = g * apply(_BCE, x, t)
+    return (gx, gt) + ((gw,) if w is not None else ())
+
+
+_BCE = register("binary_cross_entropy", _bce_forward, _bce_vjp,
+                infer=lambda x, t, *w: AbstractValue(x.shape, x.dtype))
+
+
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                         size_average: bool | None = None, reduce: bool | None = None,
+                         reduction: str = "mean") -> Tensor:
+    """-(t * log(x) + (1 - t) * log(1 - x)) for probabilities ``input``; each log is
+    clamped at -100 so that the loss stays finite.
+
+    >>> F.binary_cross_entropy(ember.tensor([0.5]), ember.tensor([1.0]))
+    tensor(0.6931)
+    """
+    name = "binary_cross_entropy"
+    reduction = _reduction(name, size_average, reduce, reduction)
+    _require_float(name, input)
+    _require_tensor(name, "target", target)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ShapeError(f"{name}: using a target size ({tuple(target.shape)}) that is "
+                         f"different to the input size ({tuple(input.shape)}) is not "
+                         "supported; please ensure they have the same size")
+    args = [input, target if target.dtype is input.dtype else ew.cast(target, input.dtype)]
+    if weight is not None:
+        w = weight if weight.dtype is input.dtype else ew.cast(weight, input.dtype)
+        args.append(expand(w, tuple(input.shape)))
+    return _reduce(apply(_BCE, *args), reduction)
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
+                                     weight: Tensor | None = None,
+                                     size_average: bool | None = None,
+                                     reduce: bool | None = None, reduction: str = "mean",
+                                     pos_weight: Tensor | None = None) -> Tensor:
+    """Binary cross-entropy of sigmoid(input), computed stably from the logits:
+    (1 - t) * x - (1 + (pos_weight - 1) * t) * log(sigmoid(x)).
+
+    >>> F.binary_cross_entropy_with_logits(ember.tensor([0.0]), ember.tensor([1.0]))
+    tensor(0.6931)
+    """
+    name = "binary_cross_entropy_with_logits"
+    reduction = _reduction(name, size_average, reduce, reduction)
+    _require_float(name, input)
+    _require_tensor(name, "target", target)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ShapeError(f"{name}: target size ({tuple(target.shape)}) must be the same as "
+                         f"input size ({tuple(input.shape)})")
+    log_sig = logsigmoid(input)
+    if pos_weight is None:
+        loss = (1 - target) * input - log_sig
+    else:
+        loss = (1 - target) * input - ((pos_weight - 1) * target + 1) * log_sig
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+# Divergences and margins -----------------------------------------------------------------
+def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None,
+           reduce: bool | None = None, reduction: str = "mean",
+           log_target: bool = False) -> Tensor:
+    """Kullback-Leibler divergence with log-probabilities ``input``:
+    target * (log(target) - input) (``log_target``: target is given as log-probabilities).
+    ``reduction='batchmean'`` divides the sum by the batch size (the mathematically
+    correct KL); ``'mean'`` divides by the number of elements.
+
+    >>> F.kl_div(ember.tensor([-0.6931, -0.6931]), ember.tensor([0.5, 0.5]), reduction="sum")
+    tensor(0.)
+    """
+    name = "kl_div"
+    reduction = _reduction(name, size_average, reduce, reduction,
+                           _REDUCTIONS + ("batchmean",))
+    if reduction == "mean":
+        warnings.warn("kl_div: reduction 'mean' divides the total loss by both the batch "
+                      "size and the support size. 'batchmean' divides only by the batch "
+                      "size, and aligns with the KL div math definition.", stacklevel=2)
+    if log_target:
+        loss = ew.exp(target) * (target - input)
+    else:
+        loss = ew.xlogy(target, target) - target * input
+    if reduction == "batchmean":
+        total = _sum(loss)
+        return total / input.shape[0] if input.ndim else total
+    return _reduce(loss, reduction)
+
+
+def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0,
+                          size_average: bool | None = None, reduce: bool | None = None,
+                          reduction: str = "mean") -> Tensor:
+    """1 - cos(x1, x2) where target is 1, max(0, cos(x1, x2) - margin) where it is -1
+    (cosine along dim 1 of (N, D) inputs, or of (D,) inputs).
+
+    >>> F.cosine_embedding_loss(ember.tensor([[1.0, 0.0]]), ember.tensor([[0.0, 1.0]]),
+    ...                         ember.tensor([1]))
+    tensor(1.)
+    """
+    name = "cosine_embedding_loss"
+    reduction = _reduction(name, size_average, reduce, reduction)
+    if input1.ndim not in (1, 2) or tuple(input1.shape) != tuple(input2.shape) or \
+            target.ndim != input1.ndim - 1 or \
+            (target.ndim and target.shape[0] != input1.shape[0]):
+        raise ShapeError(f"{name}: expected inputs of the same shape (N, D) or (D,) and a "
+                         f"target of shape (N,) or (), got shapes {tuple(input1.shape)}, "
+                         f"{tuple(input2.shape)} and {tuple(target.shape)}")
+    dim = input1.ndim - 1
+    tiny = 1e-12
+    dot = _sum(input1 * input2, dim)
+    sq1 = _sum(input1 * input1, dim) + tiny
+    sq2 = _sum(input2 * input2, dim) + tiny
+    cos = dot / ew.sqrt(sq1 * sq2)
+    loss = ew.where(target == 1, 1 - cos, 0.0) + \
+        ew.where(target == -1, clamp_min(cos - margin, 0.0), 0.0)
+    return _reduce(loss, reduction)
+
+
+def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0,
+                        size_average: bool | None = None, reduce: bool | None = None,
+                        reduction: str = "mean") -> Tensor:
+    """max(0, -target * (input1 - input2) + margin), target in {1, -1}.
+
+    >>> F.margin_ranking_loss(ember.tensor([1.0]), ember.tensor([2.0]), ember.tensor([1.0]))
+    tensor(1.)
+    """
+    name = "margin_ranking_loss"
+    reduction = _reduction(name, size_average, reduce, reduction)
+    if not input1.ndim == input2.ndim == target.ndim:
+        raise ShapeError(f"{name}: all input tensors should have the same number of "
+                         f"dimensions, got shapes {tuple(input1.shape)}, "
+                         f"{tuple(input2.shape)} and {tuple(target.shape)}")
+    return _reduce(clamp_min(-target * (input1 - input2) + margin, 0.0), reduction)
+
+
+def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
+                         size_average: bool | None = None, reduce: bool | None = None,
+                         reduction: str = "mean") -> Tensor:
+    """x where target is 1, max(0, margin - x) where target is -1.
+
+    >>> F.hinge_embedding_loss(ember.tensor([0.3, 2.0]), ember.tensor([-1.0, 1.0]))
+    tensor(1.3500)
+    """
+    reduction = _reduction("hinge_embedding_loss", size_average, reduce, reduction)
+    loss = ew.where(target != 1, clamp_min(margin - input, 0.0), 0.0) + \
+        ew.where(target != -1, input, 0.0)
+    return _reduce(loss, reduction)
+
+
+def soft_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
+                     reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    """log(1 + exp(-target * input)), target in {1, -1}.
+
+    >>> F.soft_margin_loss(ember.tensor([0.0]), ember.tensor([1.0]))
+    tensor(0.6931)
+    """
+    reduction = _reduction("soft_margin_loss", size_average, reduce, reduction)
+    return _reduce(-logsigmoid(target * input), reduction)
+
+
+def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
+                        margin: float = 1.0, p: float = 2, eps: float = 1e-6,
+                        swap: bool = False, size_average: bool | None = None,
+                        reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    """max(d(a, p) - d(a, n) + margin, 0) with d the pairwise p-norm distance; with
+    ``swap``, d(a, n) is replaced by min(d(a, n), d(p, n)).
+
+    >>> F.triplet_margin_loss(ember.zeros(1, 2), ember.zeros(1, 2), ember.ones(1, 2))
+    tensor(0.)
+    """
+    from .nn_misc import pairwise_distance
+    name = "triplet_margin_loss"
+    reduction = _reduction(name, size_average, reduce, reduction)
+    if not anchor.ndim == positive.ndim == negative.ndim or anchor.ndim not in (1, 2):
+        raise ShapeError(f"{name}: expected anchor, positive and negative to be 1-D or 2-D "
+                         f"with the same number of dims, got shapes {tuple(anchor.shape)}, "
+                         f"{tuple(positive.shape)} and {tuple(negative.shape)}")
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = ew.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    return _reduce(clamp_min(margin + d_pos - d_neg, 0.0), reduction)
+
+
+def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full: bool = False,
+                     size_average: bool | None = None, eps: float = 1e-8,
+                     reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    """Poisson negative log-likelihood: exp(x) - t * x (``log_input``) or
+    x - t * log(x + eps); ``full`` adds Stirling's approximation of log(t!) where t > 1.
+
+    >>> F.poisson_nll_loss(ember.tensor([0.0]), ember.tensor([1.0]))
+    tensor(1.)
+    """
+    reduction = _reduction("poisson_nll_loss", size_average, reduce, reduction)
+    if log_input:
+        loss = ew.exp(input) - target * input
+    else:
+        loss = input - target * ew.log(input + eps)
+    if full:
+        stirling = target * ew.log(target) - target + 0.5 * ew.log(2 * math.pi * target)
+        loss = loss + ew.where(target > 1, stirling, 0.0)
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False,
+                      eps: float = 1e-6, reduction: str = "mean") -> Tensor:
+    """Gaussian negative log-likelihood 0.5 * (log(var) + (input - target)^2 / var),
+    with var clamped below at ``eps`` (the clamp does not stop its gradient). ``var``
+    has input's shape, or one dim less, or a last dim of 1; a float is a shared var.
+
+    >>> F.gaussian_nll_loss(ember.tensor([1.0]), ember.tensor([1.0]), ember.tensor([1.0]))
+    tensor(0.)
+    """
+    name = "gaussian_nll_loss"
+    reduction = _reduction(name, None, None, reduction)
+    if not isinstance(var, Tensor):
+        var = ew.mul(input.new_ones(tuple(input.shape)), float(var)).detach()
+    shape, vshape = tuple(input.shape), tuple(var.shape)
+    if vshape != shape:
+        if shape[:-1] == vshape:
+            var = unsqueeze(var, -1)
+        elif not (shape[:-1] == vshape[:-1] and vshape[-1:] == (1,)):
+            raise ShapeError(f"{name}: var is of incorrect size: got {vshape} for input of "
+                             f"shape {shape}")
+    with grad_mode.no_grad():
+        if bool((var < 0).any()):
+            raise EmberError(f"{name}: var has negative entry/entries")
+        clamped = clamp_min(var, eps) - var
+    var = var + clamped
+    loss = 0.5 * (ew.log(var) + (input - target) * (input - target) / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                                size_average: bool | None = None, reduce: bool | None = None,
+                                reduction: str = "mean") -> Tensor:
+    """Multi-label one-versus-all logistic loss, averaged over the C classes (last dim):
+    -(t * log(sigmoid(x)) + (1 - t) * log(sigmoid(-x))).
+
+    >>> F.multilabel_soft_margin_loss(ember.tensor([[0.0, 0.0]]), ember.tensor([[1.0, 0.0]]))
+    tensor(0.6931)
+    """
+    reduction = _reduction("multilabel_soft_margin_loss", size_average, reduce, reduction)
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    classes = input.shape[-1] if input.ndim else 1
+    return _reduce(_sum(loss, -1) / classes if input.ndim else loss, reduction)

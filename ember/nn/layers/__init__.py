@@ -1,0 +1,4 @@
+"""The layers of ``ember.nn``, one family a file."""
+from .flatten import *  # noqa: F401,F403
+from .linear import *  # noqa: F401,F403
+from .rnn import *  # noqa: F401,F403

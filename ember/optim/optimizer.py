@@ -1,0 +1,332 @@
+"""``Optimizer``: the base class of every optimizer — parameter groups, per-parameter
+state, ``zero_grad``, step hooks and PyTorch-format state dicts.
+
+A subclass sets its hyperparameter defaults, validates them in ``_check_group`` and
+implements ``step``; everything else lives here.
+"""
+from __future__ import annotations
+
+import copy
+import functools
+import warnings
+from collections import defaultdict
+from typing import Any, Callable, Iterable
+
+from .. import dtypes
+from ..autograd.grad_mode import enable_grad, no_grad
+from ..autograd.graph import RemovableHandle
+from ..errors import EmberError, EmberTypeError
+from ..ops.creation import tensor as _tensor
+from ..tensor import Tensor
+
+__all__ = ["Optimizer", "OptimizerError"]
+
+
+class OptimizerError(EmberError, ValueError):
+    """A bad value given to an optimizer or a learning-rate scheduler (a negative
+    learning rate, betas out of range, an empty parameter list, a state dict that does
+    not fit). A ``ValueError`` as well, since PyTorch raises ``ValueError`` there."""
+
+
+def _hooked(step: Callable) -> Callable:
+    """Wrap a subclass's ``step`` so the step hooks run around it and schedulers can
+    tell that the optimizer has stepped."""
+    @functools.wraps(step)
+    def wrapper(self, *args, **kwargs):
+        for hook in tuple(self._step_pre_hooks):
+            result = hook(self, args, kwargs)
+            if result is not None:
+                args, kwargs = result
+        out = step(self, *args, **kwargs)
+        self._opt_called = True
+        for hook in tuple(self._step_post_hooks):
+            hook(self, args, kwargs)
+        return out
+    wrapper._ember_hooked = True
+    return wrapper
+
+
+def scalar_dtype() -> dtypes.DType:
+    """The dtype of the ``step`` counters kept in optimizer state (PyTorch's rule:
+    float64 when that is the default dtype, float32 otherwise)."""
+    return dtypes.float64 if dtypes.get_default_dtype() is dtypes.float64 else dtypes.float32
+
+
+def step_counter() -> Tensor:
+    """A fresh ``step`` entry for optimizer state: a 0-d float tensor holding 0."""
+    return _tensor(0.0, dtype=scalar_dtype())
+
+
+class Optimizer:
+    """Base class of all optimizers.
+
+    Args:
+        params: an iterable of tensors, of ``(name, tensor)`` pairs, or of dicts, each
+            dict a parameter group with a ``"params"`` entry and per-group options.
+        defaults: the option values a group takes when it does not name them.
+
+    >>> opt = ember.optim.SGD([w, b], lr=0.1)
+    >>> opt = ember.optim.SGD([{"params": [w]}, {"params": [b], "lr": 0.01}], lr=0.1)
+    """
+
+    def __init__(self, params: Iterable, defaults: dict[str, Any]) -> None:
+        self.defaults = defaults
+        self.state: defaultdict = defaultdict(dict)
+        self.param_groups: list[dict[str, Any]] = []
+        self._step_pre_hooks: list = []
+        self._step_post_hooks: list = []
+        self._opt_called = False
+        self._check_group(defaults)
+        if isinstance(params, Tensor):
+            raise EmberTypeError(f"{self._name}: params should be an iterable of Tensors or "
+                                 f"dicts, but got a Tensor of shape {tuple(params.shape)}; "
+                                 "wrap it in a list")
+        if isinstance(params, dict):
+            raise EmberTypeError(f"{self._name}: params should be an iterable of Tensors or "
+                                 "dicts, but got a dict; pass a list of parameter groups")
+        try:
+            groups = list(params)
+        except TypeError:
+            raise EmberTypeError(f"{self._name}: params should be an iterable of Tensors or "
+                                 f"dicts, but got {type(params).__name__}") from None
+        if not groups:
+            raise OptimizerError(f"{self._name}: got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for group in groups:
+            self.add_param_group(group)
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if step is not None and not getattr(step, "_ember_hooked", False):
+            cls.step = _hooked(step)
+
+    @property
+    def _name(self) -> str:
+        return type(self).__name__
+
+    def _check_group(self, group: dict[str, Any]) -> None:
+        """Raise an :class:`OptimizerError` for an option value the algorithm can't use.
+        Subclasses override this; it sees the defaults and every parameter group."""
+
+    # Parameter groups ----------------------------------------------------------------
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a parameter group: a dict with ``"params"`` and, optionally, options that
+        override the optimizer's defaults for these parameters (e.g. a fine-tuning layer
+        with its own ``lr``).
+
+        >>> opt.add_param_group({"params": head.parameters(), "lr": 1e-3})
+        """
+        if not isinstance(param_group, dict):
+            raise EmberTypeError(f"{self._name}: a parameter group must be a dict, got "
+                                 f"{type(param_group).__name__}")
+        if "params" not in param_group:
+            raise OptimizerError(f"{self._name}: a parameter group needs a 'params' entry; "
+                                 f"got keys {sorted(param_group)}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, (set, frozenset)):
+            raise EmberTypeError(f"{self._name}: optimizer parameters need to be organized in "
+                                 "ordered collections, but the ordering of tensors in sets "
+                                 "will change between runs. Please use a list instead.")
+        else:
+            params = list(params)
+        if params and isinstance(params[0], tuple):
+            names = [item[0] for item in params if isinstance(item, tuple) and len(item) == 2]
+            if len(names) != len(params):
+                raise EmberTypeError(f"{self._name}: named parameters must be (name, tensor) "
+                                     "pairs throughout a group")
+            param_group["param_names"] = names
+            params = [item[1] for item in params]
+        for p in params:
+            if not isinstance(p, Tensor):
+                raise EmberTypeError(f"{self._name}: params must be tensors, got "
+                                     f"{type(p).__name__}")
+            if not (p.is_leaf or p.retains_grad):
+                raise OptimizerError(f"{self._name}: can't optimize a non-leaf Tensor (shape "
+                                     f"{tuple(p.shape)}); optimize the leaf tensors it was "
+                                     "computed from")
+        param_group["params"] = params
+        for key, value in self.defaults.items():
+            param_group.setdefault(key, value)
+        self._check_group(param_group)
+
+        if len({id(p) for p in params}) != len(params):
+            warnings.warn(f"{self._name}: a parameter group contains the same parameter "
+                          "more than once; it will be updated several times per step",
+                          stacklevel=3)
+        seen = {id(p) for group in self.param_groups for p in group["params"]}
+        if any(id(p) in seen for p in params):
+            raise OptimizerError(f"{self._name}: some parameters appear in more than one "
+                                 "parameter group")
+        self.param_groups.append(param_group)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the gradients of all optimized parameters: to ``None`` (the default,
+        which saves memory and lets the optimizer skip them), or to zeros in place."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                grad = p.grad
+                if grad is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                    continue
+                if grad.grad_fn is not None:
+                    grad.detach_()
+                else:
+                    grad.requires_grad_(False)
+                with no_grad():
+                    grad.zero_()
+
+    def step(self, closure: Callable[[], Any] | None = None):
+        """Update the parameters once from their ``.grad``; subclasses implement this.
+
+        Args:
+            closure: re-evaluates the model and returns the loss (needed by LBFGS,
+                optional elsewhere); its result is returned.
+        """
+        raise NotImplementedError(f"{self._name} does not implement step()")
+
+    @staticmethod
+    def _evaluate(closure: Callable[[], Any] | None):
+        """The closure's loss, computed with gradients enabled (``None`` without one)."""
+        if closure is None:
+            return None
+        with enable_grad():
+            return closure()
+
+    # Hooks ---------------------------------------------------------------------------
+    def register_step_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """Call ``hook(optimizer, args, kwargs)`` before each ``step``; it may return a
+        new ``(args, kwargs)``. Returns a handle whose ``remove()`` unregisters it."""
+        return RemovableHandle(self._step_pre_hooks, hook)
+
+    def register_step_post_hook(self, hook: Callable) -> RemovableHandle:
+        """Call ``hook(optimizer, args, kwargs)`` after each ``step``."""
+        return RemovableHandle(self._step_post_hooks, hook)
+
+    # State dicts ---------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """The optimizer's state in PyTorch's format::
+
+            {"state": {index: {"step": tensor, "exp_avg": tensor, ...}},
+             "param_groups": [{"lr": ..., ..., "params": [index, ...]}]}
+
+        Parameters are numbered in the order the groups list them. The tensors are the
+        optimizer's own (not copies), as in PyTorch; save or deep-copy the result.
+        """
+        index: dict[int, int] = {}
+        groups = []
+        for group in self.param_groups:
+            packed = {k: v for k, v in group.items() if k != "params"}
+            ids = []
+            for p in group["params"]:
+                ids.append(index.setdefault(id(p), len(index)))
+            packed["params"] = ids
+            groups.append(packed)
+        state = {(index[id(k)] if isinstance(k, Tensor) else k): v
+                 for k, v in self.state.items()}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Load a state from :meth:`state_dict` (of this optimizer or PyTorch's), so that
+        training continues exactly where it stopped. The groups must list as many
+        parameters as this optimizer's; hyperparameters are taken from the state dict.
+        State tensors are copied (cast to each parameter's dtype, except ``step``)."""
+        if not isinstance(state_dict, dict) or not {"state", "param_groups"} <= set(state_dict):
+            got = sorted(state_dict) if isinstance(state_dict, dict) else type(state_dict).__name__
+            raise OptimizerError(f"{self._name}.load_state_dict: expected a dict with 'state' "
+                                 f"and 'param_groups', got {got}")
+        saved_groups = state_dict["param_groups"]
+        if len(saved_groups) != len(self.param_groups):
+            raise OptimizerError(f"{self._name}.load_state_dict: loaded state dict has "
+                                 f"{len(saved_groups)} parameter groups, but the optimizer "
+                                 f"has {len(self.param_groups)}")
+        for i, (group, saved) in enumerate(zip(self.param_groups, saved_groups)):
+            if len(saved["params"]) != len(group["params"]):
+                raise OptimizerError(f"{self._name}.load_state_dict: loaded parameter group "
+                                     f"{i} has {len(saved['params'])} parameters, but the "
+                                     f"optimizer's group {i} has {len(group['params'])}")
+        by_index = {}
+        for group, saved in zip(self.param_groups, saved_groups):
+            for index, p in zip(saved["params"], group["params"]):
+                by_index[index] = p
+
+        state: defaultdict = defaultdict(dict)
+        for key, value in state_dict["state"].items():
+            if isinstance(key, str) and key.isdigit():
+                key = int(key)  # JSON turns the integer keys into strings
+            p = by_index.get(key)
+            if p is None:
+                state[key] = copy.deepcopy(value)
+            else:
+                state[p] = {k: _cast_state(p, k, v) for k, v in value.items()}
+
+        groups = []
+        for group, saved in zip(self.param_groups, saved_groups):
+            new = copy.deepcopy({k: v for k, v in saved.items() if k != "params"})
+            if "param_names" in group:
+                new["param_names"] = group["param_names"]
+            for key, default in self.defaults.items():
+                new.setdefault(key, default)
+            new["params"] = group["params"]
+            groups.append(new)
+        self.state = state
+        self.param_groups = groups
+
+    def __repr__(self) -> str:
+        lines = [self._name + " ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            for key in sorted(group):
+                if key != "params":
+                    lines.append(f"    {key}: {group[key]}")
+        lines.append(")")
+        return "\n".join(lines)
+
+
+def _cast_state(p: Tensor, key: str, value):
+    """A loaded state entry for parameter ``p``: tensors copied, in ``p``'s dtype (the
+    ``step`` counter keeps its own); containers converted element by element."""
+    if isinstance(value, Tensor):
+        if key == "step" or not p.is_floating_point() or value.dtype is p.dtype:
+            return value.detach().clone()
+        return value.detach().to(p.dtype)
+    if key == "step" and isinstance(value, (int, float)):
+        return _tensor(float(value), dtype=scalar_dtype())
+    if isinstance(value, dict):
+        return {k: _cast_state(p, k, v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast_state(p, key, v) for v in value)
+    return value
+
+
+def check_non_negative(owner: str, group: dict[str, Any], *keys: str) -> None:
+    """Raise unless each ``group[key]`` is a number >= 0 (NaN fails too)."""
+    for key in keys:
+        value = group[key]
+        if not value >= 0:
+            what = "learning rate" if key == "lr" else key
+            raise OptimizerError(f"{owner}: invalid {what} {value!r}; expected a value >= 0")
+
+
+def check_betas(owner: str, betas) -> None:
+    """Raise unless ``betas`` is a pair of numbers in [0, 1)."""
+    if len(betas) != 2:
+        raise OptimizerError(f"{owner}: betas must be a pair (beta1, beta2), got {betas!r}")
+    for i, beta in enumerate(betas):
+        if not 0.0 <= beta < 1.0:
+            raise OptimizerError(f"{owner}: invalid beta parameter at index {i}: {beta!r}; "
+                                 "expected 0 <= beta < 1")
+
+
+def check_unsupported(owner: str, group: dict[str, Any], *flags: str) -> None:
+    """Raise for PyTorch options that select implementations ember does not have
+    (``fused``, ``capturable``, ``differentiable``); False/None is accepted."""
+    for flag in flags:
+        if group.get(flag):
+            raise NotImplementedError(f"{owner}: {flag}=True is not supported by ember; "
+                                      f"leave {flag} at its default")
