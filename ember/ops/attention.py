@@ -1,4 +1,231 @@
-"""(seam: filled by the issue-3 work)"""
+"""Scaled dot-product attention, as ``torch.nn.functional.scaled_dot_product_attention``.
+
+One fused primitive computes softmax(q @ k^T * scale + mask) @ v and keeps the attention
+weights for its VJP. The VJP is one fused backward kernel for an ordinary backward, and
+the same formula in ember ops (differentiable again) when a graph of the gradient is
+being built. A row whose keys are all masked out gives zeros (and zero gradient), as
+PyTorch 2's CPU kernels do, rather than NaN.
+"""
 from __future__ import annotations
 
-__all__: list[str] = []
+import math
+
+import numpy as np
+
+from .. import dtypes as dt
+from ..autograd import grad_mode
+from ..errors import EmberError, EmberTypeError, ShapeError
+from ..tensor import Tensor
+from . import elementwise as ew
+from .linalg import matmul
+from .movement import repeat_interleave
+from .reduce import sum as _sum
+from .registry import AbstractValue, apply, register
+from .shape import broadcast_shapes
+
+__all__ = ["scaled_dot_product_attention"]
+
+_F32 = np.dtype(np.float32)
+
+
+def _upcast(a):
+    return a.astype(_F32) if a.dtype.itemsize == 2 and a.dtype.kind in "fV" else a
+
+
+def _swap(a):
+    return a.swapaxes(-1, -2)
+
+
+# The fused primitive ------------------------------------------------------------------
+def _attention_forward(xp, q, k, v, *extra, scale, has_mask, has_dropout):
+    """(output, attention weights)."""
+    scores = xp.matmul(_upcast(q), _swap(_upcast(k)))
+    scores *= scale
+    if has_mask:
+        scores = scores + _upcast(extra[0])
+    shift = xp.max(scores, axis=-1, keepdims=True)
+    shift = xp.where(xp.isfinite(shift), shift, 0)  # fully masked rows
+    weights = xp.exp(scores - shift)
+    total = xp.sum(weights, axis=-1, keepdims=True)
+    weights /= xp.where(total == 0, 1, total)
+    used = weights * _upcast(extra[-1]) if has_dropout else weights
+    out = xp.matmul(used, _upcast(v))
+    return out.astype(q.dtype, copy=False), weights.astype(q.dtype, copy=False)
+
+
+def _attention_backward_forward(xp, g, q, k, v, weights, *extra, scale, has_dropout,
+                                has_gp, need):
+    """Gradients (q, k, v, scores) of the attention; those not needed are 0-d zeros."""
+    p = _upcast(weights)
+    keep = _upcast(extra[0]) if has_dropout else None
+    g32 = _upcast(g)
+    zero = xp.zeros((), dtype=q.dtype)
+    gv = xp.matmul(_swap(p * keep if has_dropout else p), g32) if need[2] else zero
+    dp = xp.matmul(g32, _swap(_upcast(v)))
+    if has_dropout:
+        dp *= keep
+    if has_gp:
+        dp += _upcast(extra[-1])
+    ds = p * (dp - xp.sum(dp * p, axis=-1, keepdims=True))
+    gq = xp.matmul(ds, _upcast(k)) * scale if need[0] else zero
+    gk = xp.matmul(_swap(ds), _upcast(q)) * scale if need[1] else zero
+    gs = ds if need[3] else zero
+    return tuple(a.astype(q.dtype, copy=False) for a in (gq, gk, gv, gs))
+
+
+def _attention_vjp(n, grads):
+    g, gp = grads
+    inputs = n.saved_inputs()
+    q, k, v = inputs[:3]
+    params = n.params
+    mask = inputs[3] if params["has_mask"] else None
+    keep = inputs[-1] if params["has_dropout"] else None
+    need = tuple(e is not None for e in n.edges[:3]) + \
+        ((mask is not None and n.edges[3] is not None),)
+    weights = n.output(1)
+    if g is None:
+        g = q.new_zeros(tuple(weights.shape[:-1]) + (v.shape[-1],))
+    if not grad_mode.is_grad_enabled():
+        extra = tuple(t for t in (keep, gp) if t is not None)
+        gq, gk, gv, gs = apply(_ATTENTION_BACKWARD, g, q, k, v, weights, *extra,
+                               scale=params["scale"], has_dropout=keep is not None,
+                               has_gp=gp is not None, need=need)
+    else:
+        used = weights * keep if keep is not None else weights
+        gv = matmul(used.mT, g) if need[2] else None
+        dp = matmul(g, v.mT)
+        if keep is not None:
+            dp = dp * keep
+        if gp is not None:
+            dp = dp + gp
+        gs = weights * (dp - _sum(dp * weights, -1, keepdim=True))
+        gq = matmul(gs, k) * params["scale"] if need[0] else None
+        gk = matmul(gs.mT, q) * params["scale"] if need[1] else None
+    out = [gq if need[0] else None, gk if need[1] else None, gv if need[2] else None]
+    if mask is not None:
+        out.append(gs if need[3] else None)
+    if keep is not None:
+        out.append(None)
+    return tuple(out)
+
+
+def _attention_infer(q, k, v, *extra, scale, has_mask, has_dropout):
+    shapes = [tuple(q.shape[:-2]), tuple(k.shape[:-2]), tuple(v.shape[:-2])]
+    shapes += [tuple(t.shape[:-2]) for t in extra]
+    batch = tuple(np.broadcast_shapes(*shapes))
+    length, keys = q.shape[-2], k.shape[-2]
+    return (AbstractValue(batch + (length, v.shape[-1]), q.dtype),
+            AbstractValue(batch + (length, keys), q.dtype))
+
+
+_ATTENTION = register("scaled_dot_product_attention", _attention_forward, _attention_vjp,
+                      n_outputs=2, saves_outputs=True, broadcasting=True,
+                      infer=_attention_infer)
+_ATTENTION_BACKWARD = register("scaled_dot_product_attention_backward",
+                               _attention_backward_forward, n_outputs=4)
+
+
+# The public function ------------------------------------------------------------------
+def _check(query, key, value):
+    name = "scaled_dot_product_attention"
+    for arg, t in (("query", query), ("key", key), ("value", value)):
+        if not isinstance(t, Tensor):
+            raise EmberTypeError(f"{name}: argument '{arg}' must be a Tensor, not "
+                                 f"{type(t).__name__}")
+        if t.ndim < 2:
+            raise ShapeError(f"{name}: expected {arg} of at least 2 dims (..., L, E), got "
+                             f"shape {tuple(t.shape)}")
+    if not query.dtype is key.dtype is value.dtype or not query.dtype.is_floating_point:
+        raise EmberTypeError(f"{name}: expected query, key and value of the same floating "
+                             f"dtype, got {query.dtype.name}, {key.dtype.name} and "
+                             f"{value.dtype.name}")
+    shapes = f"query {tuple(query.shape)}, key {tuple(key.shape)}, value {tuple(value.shape)}"
+    if query.shape[-1] != key.shape[-1]:
+        raise ShapeError(f"{name}: query and key must have the same embedding size (last "
+                         f"dim); got {shapes}")
+    if key.shape[-2] != value.shape[-2]:
+        raise ShapeError(f"{name}: key and value must have the same sequence length (dim "
+                         f"-2); got {shapes}")
+    return name, shapes
+
+
+def _grouped(name, query, key, value, shapes):
+    """Repeat key/value heads (dim -3) to match the query's, for grouped-query attention."""
+    if query.ndim < 3 or key.ndim < 3 or value.ndim < 3:
+        raise ShapeError(f"{name}: enable_gqa needs (..., heads, L, E) inputs; got {shapes}")
+    hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
+    if hk != hv or hq % hk:
+        raise ShapeError(f"{name}: with enable_gqa the number of query heads must be a "
+                         f"multiple of the key/value heads (which must agree); got {shapes}")
+    if hq != hk:
+        key = repeat_interleave(key, hq // hk, dim=-3)
+        value = repeat_interleave(value, hq // hk, dim=-3)
+    return key, value
+
+
+def _additive_mask(name, attn_mask, query, length, keys):
+    if attn_mask.dtype is dt.bool:
+        zero = query.new_zeros(())
+        return ew.where(attn_mask, zero, zero - math.inf)
+    if attn_mask.dtype is not query.dtype:
+        raise EmberTypeError(f"{name}: expected attn_mask of dtype bool or {query.dtype.name} "
+                             f"(the query's), got {attn_mask.dtype.name}")
+    try:
+        broadcast_shapes(tuple(attn_mask.shape), (length, keys))
+    except EmberError:
+        raise ShapeError(f"{name}: attn_mask of shape {tuple(attn_mask.shape)} does not "
+                         f"broadcast to the attention weights (..., {length}, {keys})") \
+            from None
+    return attn_mask
+
+
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
+                                 attn_mask: Tensor | None = None, dropout_p: float = 0.0,
+                                 is_causal: bool = False, scale: float | None = None,
+                                 enable_gqa: bool = False) -> Tensor:
+    """softmax(query @ key^T * scale + mask) @ value, for query (..., L, E), key
+    (..., S, E) and value (..., S, Ev) (batch dims broadcast).
+
+    Args:
+        attn_mask: bool (True = may attend) or float (added to the scores), broadcasting
+            to (..., L, S).
+        dropout_p: dropout probability on the attention weights (default generator).
+        is_causal: mask out keys after the query position (top-left aligned), instead of
+            ``attn_mask``.
+        scale: defaults to 1 / sqrt(E).
+        enable_gqa: repeat the key/value heads (dim -3) to match the query heads.
+
+    >>> q = ember.ones(1, 2, 3, 4)
+    >>> F.scaled_dot_product_attention(q, q, q, is_causal=True).shape
+    ember.Size([1, 2, 3, 4])
+    """
+    name, shapes = _check(query, key, value)
+    if is_causal and attn_mask is not None:
+        raise EmberError(f"{name}: explicit attn_mask should not be set when is_causal=True")
+    if not 0.0 <= dropout_p <= 1.0:
+        raise EmberError(f"{name}: dropout_p must be between 0 and 1, got {dropout_p}")
+    if enable_gqa:
+        key, value = _grouped(name, query, key, value, shapes)
+    length, keys = query.shape[-2], key.shape[-2]
+    try:
+        batch = broadcast_shapes(tuple(query.shape[:-2]), tuple(key.shape[:-2]),
+                                 tuple(value.shape[:-2]))
+    except EmberError:
+        raise ShapeError(f"{name}: batch dims do not broadcast; got {shapes}") from None
+    if scale is None:
+        scale = 1.0 / math.sqrt(query.shape[-1]) if query.shape[-1] else 1.0
+    mask = None
+    if is_causal:
+        allowed = np.tril(np.ones((length, keys), dtype=bool))
+        mask = _additive_mask(name, Tensor._make(query._device.backend.asarray(allowed),
+                                                 query.device), query, length, keys)
+    elif attn_mask is not None:
+        mask = _additive_mask(name, attn_mask, query, length, keys)
+    extra = () if mask is None else (mask,)
+    if dropout_p > 0:
+        from .nn_misc import _keep_mask
+        if mask is not None:
+            batch = broadcast_shapes(batch, tuple(mask.shape[:-2]))
+        extra += (_keep_mask(query, dropout_p, tuple(batch) + (length, keys)),)
+    return apply(_ATTENTION, query, key, value, *extra, scale=float(scale),
+                 has_mask=mask is not None, has_dropout=dropout_p > 0)[0]

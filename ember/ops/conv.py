@@ -179,25 +179,24 @@ def col2im(xp, cols, geo: Geometry, dtype):
 
 
 def grid_to_output(xp, y, geo: Geometry):
-    """``y`` of shape ``(O, N * grid_len)`` as the contiguous output ``(N, O, *out)``."""
-    item = y.itemsize
-    strides = (geo.grid_len * item, geo.n * geo.grid_len * item) + \
-        tuple(s * item for s in geo.grid_out_strides)
-    view = xp.lib.stride_tricks.as_strided(y, (geo.n, geo.o) + geo.out, strides,
-                                           writeable=False)
+    """Wide-grid results ``(O, N * grid_len)`` as the contiguous output ``(N, O, *out)``."""
+    view = xp.lib.stride_tricks.as_strided(y, (geo.n, geo.o) + geo.out,
+                                           _grid_strides(geo, y.itemsize), writeable=False)
     return xp.ascontiguousarray(view)
 
 
 def output_to_grid(xp, g, geo: Geometry):
     """The adjoint of :func:`grid_to_output`: ``g`` ``(N, O, *out)`` laid out as
     ``(groups, O/groups, N * grid_len)``, zero at the grid positions no output uses."""
-    make = xp.zeros if geo.wide else xp.empty
-    buf = make((geo.o, geo.n * geo.grid_len), dtype=g.dtype)
-    item = buf.itemsize
-    strides = (geo.grid_len * item, geo.n * geo.grid_len * item) + \
-        tuple(s * item for s in geo.grid_out_strides)
-    xp.lib.stride_tricks.as_strided(buf, (geo.n, geo.o) + geo.out, strides)[...] = g
+    buf = xp.zeros((geo.o, geo.n * geo.grid_len), dtype=g.dtype)
+    xp.lib.stride_tricks.as_strided(buf, (geo.n, geo.o) + geo.out,
+                                    _grid_strides(geo, buf.itemsize))[...] = g
     return buf.reshape(geo.groups, -1, geo.n * geo.grid_len)
+
+
+def _grid_strides(geo: Geometry, item: int) -> tuple:
+    return (geo.grid_len * item, geo.n * geo.grid_len * item) + \
+        tuple(s * item for s in geo.grid_out_strides)
 
 
 # The three primitives ----------------------------------------------------------------------
@@ -206,30 +205,50 @@ def _compute_dtype(a):
     return _F32 if a.dtype.itemsize == 2 and a.dtype.kind in "fV" else a.dtype
 
 
+def _grouped_weight(w, groups, work):
+    return w.astype(work, copy=False).reshape(groups, w.shape[0] // groups, -1)
+
+
+def _per_group(g, geo: Geometry):
+    """``(N, O, *out)`` as ``(N, groups, O/groups, L)``."""
+    return g.reshape(geo.n, geo.groups, -1, geo.grid_len)
+
+
 def _conv_forward(xp, x, w, *bias, stride, padding, dilation, groups, out_size):
     geo = geometry(x.shape[0], x.shape[1], w.shape[0], groups, x.shape[2:], w.shape[2:],
                    stride, dilation, padding, out_size)
     work = _compute_dtype(x)
     cols = im2col(xp, x.astype(work, copy=False), geo)
-    wm = w.astype(work, copy=False).reshape(groups, geo.o // groups, -1)
-    y = xp.matmul(wm, cols).reshape(geo.o, -1)
-    if bias:
-        y += bias[0].astype(work, copy=False)[:, None]
-    return grid_to_output(xp, y, geo).astype(x.dtype, copy=False)
+    wm = _grouped_weight(w, groups, work)
+    b = bias[0].astype(work, copy=False) if bias else None
+    if geo.wide:
+        y = xp.matmul(wm, cols).reshape(geo.o, -1)
+        if b is not None:
+            y += b[:, None]
+        out = grid_to_output(xp, y, geo)
+    else:
+        out = xp.matmul(wm, cols).reshape((geo.n, geo.o) + out_size)
+        if b is not None:
+            out += b.reshape((geo.o,) + (1,) * len(out_size))
+    return out.astype(x.dtype, copy=False)
 
 
 def _conv_transpose_forward(xp, g, w, *bias, stride, padding, dilation, groups, out_size):
     c = w.shape[1] * groups
     geo = geometry(g.shape[0], c, w.shape[0], groups, out_size, w.shape[2:], stride,
                    dilation, padding, g.shape[2:])
-    work = _compute_dtype(g)
-    gg = output_to_grid(xp, g.astype(work, copy=False), geo)
-    wm = w.astype(work, copy=False).reshape(groups, geo.o // groups, -1)
-    cols = xp.matmul(wm.transpose(0, 2, 1), gg)
-    dx = col2im(xp, cols.reshape((c,) + geo.kernel + (geo.n,) + geo.grid), geo, work)
+    dtype, work = g.dtype, _compute_dtype(g)
+    wt = _grouped_weight(w, groups, work).transpose(0, 2, 1)
+    g = g.astype(work, copy=False)
+    if geo.wide:
+        cols = xp.matmul(wt, output_to_grid(xp, g, geo))
+        cols = cols.reshape((c,) + geo.kernel + (geo.n,) + geo.grid)
+    else:
+        cols = exact_cols_view(xp.matmul(wt, _per_group(g, geo)), geo)
+    dx = col2im(xp, cols, geo, work)
     if bias:
         dx += bias[0].astype(work, copy=False).reshape((c,) + (1,) * len(out_size))
-    return dx.astype(g.dtype, copy=False)
+    return dx.astype(dtype, copy=False)
 
 
 def _conv_weight_grad_forward(xp, x, g, *, stride, padding, dilation, groups, kernel_size):
@@ -237,11 +256,21 @@ def _conv_weight_grad_forward(xp, x, g, *, stride, padding, dilation, groups, ke
                    stride, dilation, padding, g.shape[2:])
     work = _compute_dtype(x)
     cols = im2col(xp, x.astype(work, copy=False), geo)
-    gg = output_to_grid(xp, g.astype(work, copy=False), geo)
-    # (cols @ gg^T)^T: the long dimension inner on both operands suits BLAS best here
-    dw = xp.matmul(cols, gg.transpose(0, 2, 1)).transpose(0, 2, 1)
+    g = g.astype(work, copy=False)
+    if geo.wide:
+        # (cols @ gg^T)^T: the long dimension inner on both operands suits BLAS best
+        dw = xp.matmul(cols, output_to_grid(xp, g, geo).transpose(0, 2, 1))
+        dw = dw.transpose(0, 2, 1)
+    else:
+        dw = xp.matmul(_per_group(g, geo), cols.transpose(0, 1, 3, 2)).sum(axis=0)
     shape = (geo.o, geo.c // groups) + kernel_size
     return xp.ascontiguousarray(dw).reshape(shape).astype(x.dtype, copy=False)
+
+
+def _bias_grad_forward(xp, g):
+    flat = g.astype(_compute_dtype(g), copy=False).reshape(g.shape[0], g.shape[1], -1)
+    # einsum sums without NumPy's pairwise passes, several times faster here
+    return xp.einsum("ncl->c", flat).astype(g.dtype, copy=False)
 
 
 def _geometry_params(p):
@@ -249,7 +278,12 @@ def _geometry_params(p):
 
 
 def _bias_grad(g):
-    return g.sum(dim=(0,) + tuple(range(2, g.ndim)))
+    return apply(_BIAS_GRAD, g)
+
+
+def _bias_grad_vjp(n, u):
+    shape = tuple(n.inputs[0].shape)
+    return u.reshape((shape[1],) + (1,) * (len(shape) - 2)).expand(shape)
 
 
 def _conv_vjp(n, g):
@@ -308,6 +342,9 @@ _CONV_TRANSPOSE = register("conv_transpose", _conv_transpose_forward, _conv_tran
                            infer=_conv_transpose_infer)
 _CONV_WEIGHT_GRAD = register("conv_weight_grad", _conv_weight_grad_forward,
                              _conv_weight_grad_vjp, infer=_conv_weight_grad_infer)
+_BIAS_GRAD = register("conv_bias_grad", _bias_grad_forward, _bias_grad_vjp,
+                      saves_inputs=False,
+                      infer=lambda g: AbstractValue((g.shape[1],), g.dtype))
 
 
 # Argument checking -------------------------------------------------------------------------

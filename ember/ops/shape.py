@@ -523,18 +523,34 @@ def cat(tensors, dim: int = 0):
 concat = concatenate = cat
 
 
+def _stack_vjp(n, g):
+    dim = n.params["dim"]
+    return tuple(select(g, dim, i) for i in range(len(n.inputs)))
+
+
+_STACK = register("stack", lambda xp, *arrays, dim: xp.stack(arrays, axis=dim), _stack_vjp,
+                  saves_inputs=False)
+
+
 def stack(tensors, dim: int = 0):
-    """Join tensors of the same shape along a new dim."""
+    """Join tensors of the same shape along a new dim.
+
+    >>> ember.stack([ember.zeros(2), ember.ones(2)], dim=1)
+    tensor([[0., 1.],
+            [0., 1.]])
+    """
+    from ._promote import promote
     tensors = list(tensors)
     if not tensors:
         raise EmberError("stack: expected a non-empty list of Tensors")
-    shape = tuple(tensors[0].shape)
+    shape = tensors[0]._data.shape
     for i, x in enumerate(tensors):
-        if tuple(x.shape) != shape:
+        if x._data.shape != shape:
             raise ShapeError(f"stack: expects each tensor to be equal size, but got {shape} at "
                              f"entry 0 and {tuple(x.shape)} at entry {i}")
     d = wrap_dim(dim, len(shape) + 1, "stack")
-    return cat([unsqueeze(x, d) for x in tensors], d)
+    tensors, _ = promote("stack", tensors)
+    return apply(_STACK, *tensors, dim=d)
 
 
 def hstack(tensors):

@@ -84,6 +84,8 @@ class Optimizer:
         if isinstance(params, dict):
             raise EmberTypeError(f"{self._name}: params should be an iterable of Tensors or "
                                  "dicts, but got a dict; pass a list of parameter groups")
+        if isinstance(params, (set, frozenset)):
+            raise self._unordered_error()
         try:
             groups = list(params)
         except TypeError:
@@ -105,6 +107,11 @@ class Optimizer:
     @property
     def _name(self) -> str:
         return type(self).__name__
+
+    def _unordered_error(self) -> EmberTypeError:
+        return EmberTypeError(f"{self._name}: parameters need to be in an ordered collection "
+                              "(a set's order changes between runs, which would scramble "
+                              "state dicts); use a list instead")
 
     def _check_group(self, group: dict[str, Any]) -> None:
         """Raise an :class:`OptimizerError` for an option value the algorithm can't use.
@@ -128,9 +135,7 @@ class Optimizer:
         if isinstance(params, Tensor):
             params = [params]
         elif isinstance(params, (set, frozenset)):
-            raise EmberTypeError(f"{self._name}: optimizer parameters need to be organized in "
-                                 "ordered collections, but the ordering of tensors in sets "
-                                 "will change between runs. Please use a list instead.")
+            raise self._unordered_error()
         else:
             params = list(params)
         if params and isinstance(params[0], tuple):
@@ -235,7 +240,7 @@ class Optimizer:
         """Load a state from :meth:`state_dict` (of this optimizer or PyTorch's), so that
         training continues exactly where it stopped. The groups must list as many
         parameters as this optimizer's; hyperparameters are taken from the state dict.
-        State tensors are copied (cast to each parameter's dtype, except ``step``)."""
+        State tensors are copied (cast to each parameter's dtype, except the counters)."""
         if not isinstance(state_dict, dict) or not {"state", "param_groups"} <= set(state_dict):
             got = sorted(state_dict) if isinstance(state_dict, dict) else type(state_dict).__name__
             raise OptimizerError(f"{self._name}.load_state_dict: expected a dict with 'state' "
@@ -288,11 +293,18 @@ class Optimizer:
         return "\n".join(lines)
 
 
+# Scalar bookkeeping kept in the step dtype. (PyTorch casts NAdam's mu_product to the
+# parameter's dtype on load, so its resumed runs drift from uninterrupted ones; ember's
+# continue identically.)
+_COUNTERS = ("step", "mu_product")
+
+
 def _cast_state(p: Tensor, key: str, value):
     """A loaded state entry for parameter ``p``: tensors copied, in ``p``'s dtype (the
-    ``step`` counter keeps its own); containers converted element by element."""
+    ``step`` and ``mu_product`` counters keep their own); containers converted element
+    by element."""
     if isinstance(value, Tensor):
-        if key == "step" or not p.is_floating_point() or value.dtype is p.dtype:
+        if key in _COUNTERS or not p.is_floating_point() or value.dtype is p.dtype:
             return value.detach().clone()
         return value.detach().to(p.dtype)
     if key == "step" and isinstance(value, (int, float)):

@@ -16,9 +16,9 @@ Tolerances (``TOL``): float64 agrees to 1e-10; float32 to rtol 1e-4 with an abso
 floor of 1e-5 times the largest reference magnitude (float32 sums of a few hundred
 products differ in their last bits depending on the summation order).
 
-Inputs are NumPy arrays (floating arrays become tensors of the dtype under test and,
-with ``input_grads``, require gradients; other arrays keep their dtype), tuples or lists
-of them, or anything else, passed through as is.
+Inputs are a list of positional inputs: NumPy arrays (floating arrays become tensors of
+the dtype under test and, with ``input_grads``, require gradients; other arrays keep
+their dtype), tuples or lists of them, or anything else, passed through as is.
 """
 from __future__ import annotations
 
@@ -32,6 +32,19 @@ import ember
 torch = pytest.importorskip("torch")
 
 TOL = {"float64": (1e-10, 1e-10), "float32": (1e-4, 1e-5)}
+
+
+def _grad_flags(inputs, input_grads) -> list:
+    if isinstance(input_grads, bool):
+        return [input_grads] * len(inputs)
+    return list(input_grads)
+
+
+def convert_inputs(inputs, dtype: str, input_grads, lib: str) -> list:
+    """The inputs as ember (``lib="ember"``) or torch tensors; ``input_grads`` is a bool
+    or one bool per input."""
+    fn = to_ember if lib == "ember" else to_torch
+    return [fn(x, dtype, g) for x, g in zip(inputs, _grad_flags(inputs, input_grads))]
 
 
 def to_torch(x, dtype: str, requires_grad: bool):
@@ -144,7 +157,7 @@ def check_backward(ember_module, torch_module, e_in, t_in, e_out, t_out, dtype, 
 
 
 def run_module_test(ember_module, torch_module, inputs, *, kwargs=None,
-                    dtype: str = "float64", input_grads: bool = True,
+                    dtype: str = "float64", input_grads=True,
                     deterministic_train: bool = True, backward: bool = True,
                     sgd_step: bool = True, seed: int = 0) -> None:
     """Check ``ember_module`` against ``torch_module`` (same constructor arguments).
@@ -153,7 +166,8 @@ def run_module_test(ember_module, torch_module, inputs, *, kwargs=None,
         inputs: positional inputs (NumPy arrays, nested tuples of them, or other values).
         kwargs: keyword inputs, converted the same way.
         dtype: ``"float64"`` or ``"float32"``: both modules and the floating inputs.
-        input_grads: floating inputs require gradients (and theirs are compared).
+        input_grads: floating inputs require gradients (and theirs are compared); a bool
+            or one bool per positional input.
         deterministic_train: train-mode outputs can be compared (False for dropout).
         backward: compare gradients.
         sgd_step: take one SGD step on both and compare the outputs after it.
@@ -173,8 +187,8 @@ def run_module_test(ember_module, torch_module, inputs, *, kwargs=None,
         torch_module.train(mode == "train")
         ember_module.zero_grad()
         torch_module.zero_grad()
-        e_in = to_ember(inputs, dtype, input_grads)
-        t_in = to_torch(inputs, dtype, input_grads)
+        e_in = convert_inputs(inputs, dtype, input_grads, "ember")
+        t_in = convert_inputs(inputs, dtype, input_grads, "torch")
         e_kw = {k: to_ember(v, dtype, False) for k, v in kwargs.items()}
         t_kw = {k: to_torch(v, dtype, False) for k, v in kwargs.items()}
         e_out = _forward(ember_module, e_in, e_kw)
@@ -190,7 +204,7 @@ def run_module_test(ember_module, torch_module, inputs, *, kwargs=None,
 
     # State-dict round trip: a scrambled copy loaded from the state dict behaves the same.
     ember_module.eval()
-    e_in = to_ember(inputs, dtype, False)
+    e_in = convert_inputs(inputs, dtype, False, "ember")
     e_kw = {k: to_ember(v, dtype, False) for k, v in kwargs.items()}
     with ember.no_grad():
         before = leaves(_forward(ember_module, e_in, e_kw))
@@ -218,8 +232,8 @@ def _check_sgd_step(ember_module, torch_module, inputs, kwargs, dtype, rng, inpu
     torch_module.zero_grad()
     e_kw = {k: to_ember(v, dtype, False) for k, v in kwargs.items()}
     t_kw = {k: to_torch(v, dtype, False) for k, v in kwargs.items()}
-    e_out = _forward(ember_module, to_ember(inputs, dtype, input_grads), e_kw)
-    t_out = _forward(torch_module, to_torch(inputs, dtype, input_grads), t_kw)
+    e_out = _forward(ember_module, convert_inputs(inputs, dtype, input_grads, "ember"), e_kw)
+    t_out = _forward(torch_module, convert_inputs(inputs, dtype, input_grads, "torch"), t_kw)
     grads = [g.astype(dtype) for g in _upstream(t_out, rng)]
     t_outs = [o for o in leaves(t_out) if o.requires_grad]
     e_outs = [o for o in leaves(e_out) if o.requires_grad]
@@ -240,8 +254,10 @@ def _check_sgd_step(ember_module, torch_module, inputs, kwargs, dtype, rng, inpu
     ember_module.eval()
     torch_module.eval()
     with ember.no_grad():
-        e_after = leaves(_forward(ember_module, to_ember(inputs, dtype, False), e_kw))
+        e_after = leaves(_forward(ember_module, convert_inputs(inputs, dtype, False, "ember"),
+                                  e_kw))
     with torch.no_grad():
-        t_after = leaves(_forward(torch_module, to_torch(inputs, dtype, False), t_kw))
+        t_after = leaves(_forward(torch_module, convert_inputs(inputs, dtype, False, "torch"),
+                                  t_kw))
     for i, (e, t) in enumerate(zip(e_after, t_after)):
         assert_close(e, t, dtype, f"after an SGD step: output {i}")

@@ -364,8 +364,10 @@ def test_params_must_be_an_iterable_of_tensors_or_groups():
         optim.SGD(_p(), lr=0.1)
     with pytest.raises(EmberTypeError, match="got int"):
         optim.SGD(3, lr=0.1)
-    with pytest.raises(EmberTypeError, match="ordered collections"):
+    with pytest.raises(EmberTypeError, match="ordered collection"):
         optim.SGD({_p(), _p()}, lr=0.1)
+    with pytest.raises(EmberTypeError, match="ordered collection"):
+        optim.SGD([{"params": {_p(), _p()}}], lr=0.1)
 
 
 def test_empty_parameter_list():
