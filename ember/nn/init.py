@@ -102,10 +102,11 @@ def _erfinv(y: Tensor) -> Tensor:
         p_tail = c + p_tail * tail
     x = where(w < 5.0, p_central, p_tail) * y
     inside = y.abs() < 1
+    x = where(inside, x, 0.0)
     for _ in range(2):
-        step = (erf(x) - y) / (2.0 / math.sqrt(math.pi) * exp(-x * x))
-        x = where(inside, x - where(inside, step, 0.0), x)
-    return x
+        x = x - (erf(x) - y) / (2.0 / math.sqrt(math.pi) * exp(-x * x))
+    edge = where(y.abs() == 1, y * math.inf, math.nan)
+    return where(inside, x, edge)
 
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,

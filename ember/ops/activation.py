@@ -46,37 +46,54 @@ def _same_infer(a, *rest, **params):
     return AbstractValue(a.shape, a.dtype)
 
 
-def _pointwise(name, f, df, d2f):
+def _pointwise(name, f, df, d2f, aux=False):
     """Register ``name`` (y = f(x)) and ``name_backward`` (g * f'(x)).
 
     ``f(xp, x, **params)`` and ``df(xp, x, **params)`` work on arrays (float32 for half
     inputs); ``d2f(x, **params)`` gives f''(x) as an ember tensor, or None where f is
-    piecewise linear (no second-order term).
+    piecewise linear (no second-order term). With ``aux``, f returns (y, aux) and the
+    derivative gets ``df(xp, x, aux, **params)``: a value the forward computed anyway
+    (kept as a hidden second output, never exposed, so never modified in place).
     """
     def forward(xp, a, **params):
-        out = f(xp, _upcast(a), **params)
-        return out.astype(a.dtype, copy=False)
+        # 0-d arrays as 1-d: NumPy turns 0-d results into scalars, which in-place ops reject
+        x = _upcast(a).reshape(a.shape or (1,))
+        if aux:
+            out, kept = f(xp, x, **params)
+            return out.astype(a.dtype, copy=False).reshape(a.shape), kept.reshape(a.shape)
+        return f(xp, x, **params).astype(a.dtype, copy=False).reshape(a.shape)
 
-    def backward_forward(xp, g, a, **params):
-        out = _upcast(g) * df(xp, _upcast(a), **params)
-        return out.astype(g.dtype, copy=False)
+    def backward_forward(xp, g, a, *kept, **params):
+        kept = tuple(k.reshape(a.shape or (1,)) for k in kept)
+        out = df(xp, _upcast(a).reshape(a.shape or (1,)), *kept, **params)
+        out *= _upcast(g).reshape(out.shape)
+        return out.astype(g.dtype, copy=False).reshape(g.shape)
 
-    def vjp(n, g):
-        return apply(backward_op, g, n.saved_inputs()[0], **n.params)
+    def vjp(n, grads):
+        kept = (n.output(1),) if aux else ()
+        g = grads[0] if aux else grads
+        return apply(backward_op, g, n.saved_inputs()[0], *kept, **n.params)
 
     def backward_vjp(n, gg):
-        g, x = n.saved_inputs()
-        dg = apply(backward_op, gg, x, **n.params) if n.edges[0] else None
+        g, x, *kept = n.saved_inputs()
+        dg = apply(backward_op, gg, x, *kept, **n.params) if n.edges[0] else None
         dx = None
         if n.edges[1]:
             second = d2f(x, **n.params)
             dx = None if second is None else gg * g * second
-        return dg, dx
+        return (dg, dx) + (None,) * len(kept)
 
-    op = register(name, forward, vjp, infer=_same_infer)
+    infer = _aux_infer if aux else _same_infer
+    op = register(name, forward, vjp, infer=infer, n_outputs=2 if aux else 1,
+                  saves_outputs=aux)
     backward_op = register(name + "_backward", backward_forward, backward_vjp,
                            infer=_same_infer)
     return op
+
+
+def _aux_infer(a, **params):
+    acc = dt.float32 if a.dtype.itemsize == 2 else a.dtype
+    return AbstractValue(a.shape, a.dtype), AbstractValue(a.shape, acc)
 
 
 def _float_input(name: str, input, int_ok: bool = False):
@@ -91,34 +108,75 @@ def _float_input(name: str, input, int_ok: bool = False):
 
 def _activate(op, name, input, inplace_: bool = False, int_ok: bool = False, **params):
     x = _float_input(name, input, int_ok)
-    if inplace_:
-        return inplace(name + "_", x, lambda t: apply(op, t, **params))
-    return apply(op, x, **params)
+
+    def run(t):
+        out = apply(op, t, **params)
+        return out[0] if op.n_outputs == 2 else out
+    return inplace(name + "_", x, run) if inplace_ else run(x)
 
 
+# The kernels below work in place on fresh buffers and avoid ``where`` with data-dependent
+# masks: each NumPy pass costs about as much as an op's whole kernel in PyTorch.
 def _sigmoid(xp, x):
-    e = xp.exp(-xp.abs(x))
-    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+    # 1 / (1 + exp(-x)): exp overflows to inf for very negative x, giving exactly 0
+    e = xp.negative(x)
+    xp.exp(e, out=e)
+    e += 1
+    return xp.reciprocal(e, out=e)
 
 
 def _softplus(xp, z):
     # max(z, 0) + log1p(exp(-|z|)): log(1 + exp(z)) without overflow
-    return xp.maximum(z, 0) + xp.log1p(xp.exp(-xp.abs(z)))
+    e = xp.abs(z)
+    xp.negative(e, out=e)
+    xp.exp(e, out=e)
+    xp.log1p(e, out=e)
+    e += xp.maximum(z, 0)
+    return e
+
+
+_ERF_P = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06,
+          -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03,
+          -1.60960333262415e-02)
+_ERF_Q = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
+          -7.37332916720468e-03, -1.42647390514189e-02)
+
+
+def _erf(xp, x):
+    """erf(x): exact (via ember.erf's kernel) in float64, else a rational approximation
+    good to float32 precision, evaluated in place."""
+    if x.dtype == np.float64:
+        return _erf_forward(xp, x)
+    c = xp.clip(x, -4.0, 4.0)  # erf is +-1 to float32 precision beyond
+    c2 = c * c
+    p = _horner(c2, _ERF_P)
+    p *= c
+    p /= _horner(c2, _ERF_Q)
+    return p
+
+
+def _horner(x, coefficients):
+    """The polynomial with ``coefficients`` (highest power first) at x, in place."""
+    out = x * np.float32(coefficients[0])
+    out += np.float32(coefficients[1])
+    for k in coefficients[2:]:
+        out *= x
+        out += np.float32(k)
+    return out
 
 
 # Softmax and log-softmax --------------------------------------------------------------
 def _softmax_forward(xp, a, dim):
     x = _upcast(a)
-    shift = xp.max(x, axis=dim, keepdims=True, initial=-np.inf) if x.ndim else x
-    e = xp.exp(x - shift)
+    e = x - xp.max(x, axis=dim, keepdims=True, initial=-np.inf)
+    xp.exp(e, out=e)
     e /= xp.sum(e, axis=dim, keepdims=True)
     return e.astype(a.dtype, copy=False)
 
 
 def _log_softmax_forward(xp, a, dim):
     x = _upcast(a)
-    shift = xp.max(x, axis=dim, keepdims=True, initial=-np.inf) if x.ndim else x
-    z = x - shift
+    z = x - xp.max(x, axis=dim, keepdims=True, initial=-np.inf)
     z -= xp.log(xp.sum(xp.exp(z), axis=dim, keepdims=True))
     return z.astype(a.dtype, copy=False)
 
@@ -127,7 +185,9 @@ def _softmax_backward_forward(xp, g, y, dim):
     # d/dx: y * (g - sum(g * y))
     g32, y32 = _upcast(g), _upcast(y)
     gy = g32 * y32
-    gy -= y32 * xp.sum(gy, axis=dim, keepdims=True)
+    total = xp.sum(gy, axis=dim, keepdims=True)
+    xp.subtract(g32, total, out=gy)
+    gy *= y32
     return gy.astype(g.dtype, copy=False)
 
 
@@ -145,7 +205,9 @@ def _softmax_backward_vjp(n, gg):
 def _log_softmax_backward_forward(xp, g, y, dim):
     # d/dx: g - exp(y) * sum(g)
     g32 = _upcast(g)
-    out = g32 - xp.exp(_upcast(y)) * xp.sum(g32, axis=dim, keepdims=True)
+    out = xp.exp(_upcast(y))
+    out *= xp.sum(g32, axis=dim, keepdims=True)
+    xp.subtract(g32, out, out=out)
     return out.astype(g.dtype, copy=False)
 
 
@@ -231,18 +293,43 @@ _TANH_C = 0.044715
 
 
 def _gelu_f(xp, x, approximate):
+    """(gelu(x), aux): aux is Phi(x) (exact) or the tanh term (approximate), which the
+    derivative reuses."""
     if approximate == "tanh":
-        return 0.5 * x * (1 + xp.tanh(_TANH_K * (x + _TANH_C * x * x * x)))
-    return 0.5 * x * (1 + _erf_forward(xp, x * _SQRT_HALF))
+        t = x * x
+        t *= _TANH_C * _TANH_K
+        t += _TANH_K
+        t *= x
+        xp.tanh(t, out=t)
+        y = t + 1
+        y *= x
+        y *= 0.5
+        return y, t
+    t = _erf(xp, x * _SQRT_HALF)
+    t += 1
+    t *= 0.5  # Phi(x)
+    return t * x, t
 
 
-def _gelu_df(xp, x, approximate):
+def _gelu_df(xp, x, aux, approximate):
     if approximate == "tanh":
-        t = xp.tanh(_TANH_K * (x + _TANH_C * x * x * x))
-        du = _TANH_K * (1 + 3 * _TANH_C * x * x)
-        return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * du
-    cdf = 0.5 * (1 + _erf_forward(xp, x * _SQRT_HALF))
-    return cdf + x * _INV_SQRT_2PI * xp.exp(-0.5 * x * x)
+        # 0.5 * (1 + t) + 0.5 * x * (1 - t^2) * k * (1 + 3 c x^2)
+        d = x * x
+        d *= 3 * _TANH_C * _TANH_K
+        d += _TANH_K
+        d *= x
+        d *= 1 - aux * aux
+        d += aux
+        d += 1
+        d *= 0.5
+        return d
+    d = x * x  # Phi(x) + x * phi(x)
+    d *= -0.5
+    xp.exp(d, out=d)
+    d *= _INV_SQRT_2PI
+    d *= x
+    d += aux
+    return d
 
 
 def _gelu_d2f(x, approximate):
@@ -255,12 +342,18 @@ def _gelu_d2f(x, approximate):
 
 
 def _silu_f(xp, x):
-    return x * _sigmoid(xp, x)
+    s = _sigmoid(xp, x)
+    s *= x
+    return s
 
 
 def _silu_df(xp, x):
     s = _sigmoid(xp, x)
-    return s * (1 + x * (1 - s))
+    d = 1 - s  # s * (1 + x * (1 - s))
+    d *= x
+    d += 1
+    d *= s
+    return d
 
 
 def _silu_d2f(x):
@@ -269,23 +362,28 @@ def _silu_d2f(x):
 
 
 def _mish_f(xp, x):
-    return x * xp.tanh(_softplus(xp, x))
+    t = _softplus(xp, x)
+    xp.tanh(t, out=t)
+    t *= x
+    return t
 
 
 def _mish_df(xp, x):
-    t = xp.tanh(_softplus(xp, x))
-    return t + x * _sigmoid(xp, x) * (1 - t * t)
+    t = _softplus(xp, x)
+    xp.tanh(t, out=t)
+    d = t * t  # t + x * sigmoid(x) * (1 - t^2)
+    xp.subtract(1, d, out=d)
+    d *= _sigmoid(xp, x)
+    d *= x
+    d += t
+    return d
 
 
 def _mish_d2f(x):
-    t = ew.tanh(_softplus_tensor(x))
+    t = ew.tanh(ew.relu(x) + ew.log1p(ew.exp(-ew.abs(x))))
     s = ew.sigmoid(x)
     sech2 = 1 - t * t
     return s * sech2 * (2 + x * (1 - s - 2 * t * s))
-
-
-def _softplus_tensor(x):
-    return ew.relu(x) + ew.log1p(ew.exp(-ew.abs(x)))
 
 
 def _softplus_f(xp, x, beta, threshold):
@@ -295,7 +393,7 @@ def _softplus_f(xp, x, beta, threshold):
 
 def _softplus_df(xp, x, beta, threshold):
     bx = x * beta
-    return xp.where(bx > threshold, 1, _sigmoid(xp, bx))
+    return xp.where(bx > threshold, 1, _sigmoid(xp, bx)).astype(x.dtype, copy=False)
 
 
 def _softplus_d2f(x, beta, threshold):
@@ -304,30 +402,50 @@ def _softplus_d2f(x, beta, threshold):
 
 
 def _elu_f(xp, x, alpha, scale, input_scale):
-    neg = alpha * xp.expm1(xp.minimum(x, 0) * input_scale)
-    return scale * xp.where(x > 0, x, neg)
+    # max(x, 0) + alpha * expm1(min(x, 0) * input_scale), all times scale
+    neg = xp.minimum(x, 0)
+    neg *= input_scale
+    xp.expm1(neg, out=neg)
+    neg *= alpha
+    neg += xp.maximum(x, 0)
+    if scale != 1:
+        neg *= scale
+    return neg
 
 
 def _elu_df(xp, x, alpha, scale, input_scale):
-    neg = alpha * input_scale * xp.exp(xp.minimum(x, 0) * input_scale)
-    return scale * xp.where(x > 0, 1, neg)
+    neg = xp.minimum(x, 0)
+    neg *= input_scale
+    xp.exp(neg, out=neg)
+    neg *= x <= 0
+    neg *= alpha * input_scale
+    neg += x > 0
+    if scale != 1:
+        neg *= scale
+    return neg
 
 
 def _elu_d2f(x, alpha, scale, input_scale):
     neg = (scale * alpha * input_scale * input_scale) * ew.exp(ew.minimum(x, 0.0) * input_scale)
-    return ew.where(x > 0, 0.0, neg)
+    return neg * (x <= 0)
 
 
 def _leaky_f(xp, x, negative_slope):
-    return xp.where(x > 0, x, x * negative_slope)
+    out = xp.minimum(x, 0)
+    out *= negative_slope
+    out += xp.maximum(x, 0)
+    return out
 
 
 def _leaky_df(xp, x, negative_slope):
-    return xp.where(x > 0, 1, negative_slope).astype(x.dtype)
+    d = (x <= 0).astype(x.dtype)
+    d *= negative_slope
+    d += x > 0
+    return d
 
 
 def _hardtanh_f(xp, x, min_val, max_val):
-    return xp.minimum(xp.maximum(x, min_val), max_val).astype(x.dtype, copy=False)
+    return xp.clip(x, min_val, max_val).astype(x.dtype, copy=False)
 
 
 def _hardtanh_df(xp, x, min_val, max_val):
@@ -335,32 +453,48 @@ def _hardtanh_df(xp, x, min_val, max_val):
 
 
 def _hardsigmoid_f(xp, x):
-    return xp.minimum(xp.maximum(x + 3, 0), 6) / 6
+    out = x + 3
+    xp.clip(out, 0, 6, out=out)
+    out /= 6
+    return out
 
 
 def _hardsigmoid_df(xp, x):
-    return ((x > -3) & (x < 3)).astype(x.dtype) / 6
+    d = ((x > -3) & (x < 3)).astype(x.dtype)
+    d /= 6
+    return d
 
 
 def _hardswish_f(xp, x):
-    return x * xp.minimum(xp.maximum(x + 3, 0), 6) / 6
+    out = _hardsigmoid_f(xp, x)
+    out *= x
+    return out
 
 
 def _hardswish_df(xp, x):
-    return xp.where(x < -3, 0, xp.where(x <= 3, x / 3 + 0.5, 1)).astype(x.dtype, copy=False)
+    # 0 below -3, x / 3 + 0.5 on [-3, 3], 1 above 3
+    d = x / 3
+    d += 0.5
+    d *= (x >= -3) & (x <= 3)
+    d += x > 3
+    return d
 
 
 def _hardswish_d2f(x):
-    return ew.where((x > -3) & (x < 3), 1.0 / 3.0, 0.0)
+    return ((x > -3) & (x < 3)).to(x.dtype) * (1.0 / 3.0)
 
 
 def _softsign_f(xp, x):
-    return x / (1 + xp.abs(x))
+    d = xp.abs(x)
+    d += 1
+    return xp.divide(x, d, out=d)
 
 
 def _softsign_df(xp, x):
-    d = 1 + xp.abs(x)
-    return 1 / (d * d)
+    d = xp.abs(x)
+    d += 1
+    d *= d
+    return xp.reciprocal(d, out=d)
 
 
 def _softsign_d2f(x):
@@ -368,9 +502,15 @@ def _softsign_d2f(x):
     return -2 * ew.sign(x) / (d * d * d)
 
 
+def _tanhshrink_f(xp, x):
+    t = xp.tanh(x)
+    return xp.subtract(x, t, out=t)
+
+
 def _tanhshrink_df(xp, x):
     t = xp.tanh(x)
-    return t * t
+    t *= t
+    return t
 
 
 def _tanhshrink_d2f(x):
@@ -383,12 +523,15 @@ def _outside(xp, x, lambd):
 
 
 def _hardshrink_f(xp, x, lambd):
-    return xp.where(_outside(xp, x, lambd), x, 0).astype(x.dtype, copy=False)
+    return x * _outside(xp, x, lambd)
 
 
 def _softshrink_f(xp, x, lambd):
-    return xp.where(x > lambd, x - lambd, xp.where(x < -lambd, x + lambd, 0)).astype(
-        x.dtype, copy=False)
+    out = xp.sign(x)
+    out *= -lambd
+    out += x
+    out *= _outside(xp, x, lambd)
+    return out
 
 
 def _shrink_df(xp, x, lambd):
@@ -404,7 +547,8 @@ def _threshold_df(xp, x, threshold, value):
 
 
 def _logsigmoid_f(xp, x):
-    return xp.minimum(x, 0) - xp.log1p(xp.exp(-xp.abs(x)))
+    out = _softplus(xp, -x)  # log(sigmoid(x)) = -softplus(-x)
+    return xp.negative(out, out=out)
 
 
 def _logsigmoid_d2f(x):
@@ -415,8 +559,7 @@ def _logsigmoid_d2f(x):
 def _linear_piece(x, **params):
     return None
 
-
-_GELU = _pointwise("gelu", _gelu_f, _gelu_df, _gelu_d2f)
+_GELU = _pointwise("gelu", _gelu_f, _gelu_df, _gelu_d2f, aux=True)
 _SILU = _pointwise("silu", _silu_f, _silu_df, _silu_d2f)
 _MISH = _pointwise("mish", _mish_f, _mish_df, _mish_d2f)
 _SOFTPLUS = _pointwise("softplus", _softplus_f, _softplus_df, _softplus_d2f)
@@ -426,8 +569,7 @@ _HARDTANH = _pointwise("hardtanh", _hardtanh_f, _hardtanh_df, _linear_piece)
 _HARDSIGMOID = _pointwise("hardsigmoid", _hardsigmoid_f, _hardsigmoid_df, _linear_piece)
 _HARDSWISH = _pointwise("hardswish", _hardswish_f, _hardswish_df, _hardswish_d2f)
 _SOFTSIGN = _pointwise("softsign", _softsign_f, _softsign_df, _softsign_d2f)
-_TANHSHRINK = _pointwise("tanhshrink", lambda xp, x: x - xp.tanh(x), _tanhshrink_df,
-                         _tanhshrink_d2f)
+_TANHSHRINK = _pointwise("tanhshrink", _tanhshrink_f, _tanhshrink_df, _tanhshrink_d2f)
 _HARDSHRINK = _pointwise("hardshrink", _hardshrink_f, _shrink_df, _linear_piece)
 _SOFTSHRINK = _pointwise("softshrink", _softshrink_f, _shrink_df, _linear_piece)
 _THRESHOLD = _pointwise("threshold", _threshold_f, _threshold_df, _linear_piece)

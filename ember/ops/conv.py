@@ -138,11 +138,16 @@ def im2col(xp, x, geo: Geometry):
     GEMM per image and group, whose results are already in the output's layout)."""
     view = windows(xp, pad_input(xp, x, geo), geo)
     if geo.wide:
-        return xp.ascontiguousarray(view).reshape(geo.groups, -1, geo.n * geo.grid_len)
+        return xp.ascontiguousarray(view).reshape(geo.groups, _cols_per_group(geo),
+                                                     geo.n * geo.grid_len)
     d = len(geo.kernel)
     order = (d + 1, 0) + tuple(range(1, d + 1)) + tuple(range(d + 2, 2 * d + 2))
     cols = xp.ascontiguousarray(view.transpose(order))
-    return cols.reshape(geo.n, geo.groups, -1, geo.grid_len)
+    return cols.reshape(geo.n, geo.groups, _cols_per_group(geo), geo.grid_len)
+
+
+def _cols_per_group(geo: Geometry) -> int:
+    return geo.c // geo.groups * math.prod(geo.kernel)
 
 
 def exact_cols_view(cols, geo: Geometry):
@@ -191,7 +196,7 @@ def output_to_grid(xp, g, geo: Geometry):
     buf = xp.zeros((geo.o, geo.n * geo.grid_len), dtype=g.dtype)
     xp.lib.stride_tricks.as_strided(buf, (geo.n, geo.o) + geo.out,
                                     _grid_strides(geo, buf.itemsize))[...] = g
-    return buf.reshape(geo.groups, -1, geo.n * geo.grid_len)
+    return buf.reshape(geo.groups, geo.o // geo.groups, geo.n * geo.grid_len)
 
 
 def _grid_strides(geo: Geometry, item: int) -> tuple:
@@ -206,12 +211,13 @@ def _compute_dtype(a):
 
 
 def _grouped_weight(w, groups, work):
-    return w.astype(work, copy=False).reshape(groups, w.shape[0] // groups, -1)
+    return w.astype(work, copy=False).reshape(groups, w.shape[0] // groups,
+                                              math.prod(w.shape[1:]))
 
 
 def _per_group(g, geo: Geometry):
     """``(N, O, *out)`` as ``(N, groups, O/groups, L)``."""
-    return g.reshape(geo.n, geo.groups, -1, geo.grid_len)
+    return g.reshape(geo.n, geo.groups, geo.o // geo.groups, geo.grid_len)
 
 
 def _conv_forward(xp, x, w, *bias, stride, padding, dilation, groups, out_size):
@@ -222,7 +228,7 @@ def _conv_forward(xp, x, w, *bias, stride, padding, dilation, groups, out_size):
     wm = _grouped_weight(w, groups, work)
     b = bias[0].astype(work, copy=False) if bias else None
     if geo.wide:
-        y = xp.matmul(wm, cols).reshape(geo.o, -1)
+        y = xp.matmul(wm, cols).reshape(geo.o, geo.n * geo.grid_len)
         if b is not None:
             y += b[:, None]
         out = grid_to_output(xp, y, geo)
@@ -268,7 +274,7 @@ def _conv_weight_grad_forward(xp, x, g, *, stride, padding, dilation, groups, ke
 
 
 def _bias_grad_forward(xp, g):
-    flat = g.astype(_compute_dtype(g), copy=False).reshape(g.shape[0], g.shape[1], -1)
+    flat = g.astype(_compute_dtype(g), copy=False).reshape(g.shape[:2] + (math.prod(g.shape[2:]),))
     # einsum sums without NumPy's pairwise passes, several times faster here
     return xp.einsum("ncl->c", flat).astype(g.dtype, copy=False)
 
@@ -607,7 +613,7 @@ def _unfold_forward(xp, x, kernel_size, dilation, padding, stride, out_size):
     d = len(kernel_size)
     order = (d + 1, 0) + tuple(range(1, d + 1)) + tuple(range(d + 2, 2 * d + 2))
     cols = xp.ascontiguousarray(view.transpose(order))
-    return cols.reshape(x.shape[0], -1, geo.grid_len)
+    return cols.reshape(x.shape[0], x.shape[1] * math.prod(kernel_size), geo.grid_len)
 
 
 def _fold_forward(xp, cols, kernel_size, dilation, padding, stride, out_size, output_size):

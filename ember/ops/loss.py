@@ -138,22 +138,24 @@ def _ce_forward(xp, x, t, *weight, cdim, ignore_index, reduction, label_smoothin
     w = _upcast(weight[0]) if weight else None
     classes = a.shape[cdim]
     shift = xp.max(a, axis=cdim, keepdims=True)
-    z = a - shift
-    lse = xp.log(xp.sum(xp.exp(z), axis=cdim, keepdims=True))
+    e = a - shift
+    xp.exp(e, out=e)
+    lse = xp.log(xp.sum(e, axis=cdim, keepdims=True))
+    lse += shift
     safe, valid, per_sample = _targets(xp, t, w, classes, ignore_index, "cross_entropy",
                                        a.dtype)
     lse_n = lse.squeeze(cdim)
-    loss = (lse_n - _picked(xp, z, safe, cdim)) * per_sample
+    loss = (lse_n - _picked(xp, a, safe, cdim)) * per_sample
     if label_smoothing:
+        # sum over classes of w_c * (lse - x_c)
         if w is None:
-            smooth = classes * lse_n - xp.sum(z, axis=cdim)
+            smooth = classes * lse_n - xp.sum(a, axis=cdim)
         else:
             wv = w.reshape((classes,) + (1,) * (a.ndim - cdim - 1))
-            smooth = lse_n * w.sum() - xp.sum(z * wv, axis=cdim)
-        loss = (1 - label_smoothing) * loss + \
-            (label_smoothing / classes) * xp.where(valid, smooth, 0)
+            smooth = lse_n * w.sum() - xp.sum(a * wv, axis=cdim)
+        loss = (1 - label_smoothing) * loss + (label_smoothing / classes) * smooth * valid
     out = _reduce_weighted(xp, loss, per_sample, reduction)
-    return xp.asarray(out).astype(x.dtype), lse + shift
+    return xp.asarray(out).astype(x.dtype), lse
 
 
 def _ce_backward_forward(xp, g, x, t, lse, *weight, cdim, ignore_index, reduction,
@@ -173,7 +175,8 @@ def _ce_backward_forward(xp, g, x, t, lse, *weight, cdim, ignore_index, reductio
     if eps:
         total = classes if w is None else w.sum()
         scale = hard + (eps / classes) * total * valid
-    grad = xp.exp(a - lse)
+    grad = a - lse
+    xp.exp(grad, out=grad)
     grad *= xp.expand_dims(scale * coef, cdim)
     if eps:
         wv = 1 if w is None else w.reshape((classes,) + (1,) * (a.ndim - cdim - 1))

@@ -54,13 +54,14 @@ def _normalize_forward(xp, x, *affine, axes, eps, center, has_weight, has_bias):
     a = _upcast(x)
     if center:
         mean = xp.mean(a, axis=axes, keepdims=True)
-        d = a - mean
+        y = a - mean
+        var = xp.mean(y * y, axis=axes, keepdims=True)
     else:  # RMS norm: no centring
-        mean = xp.zeros((1,) * a.ndim, dtype=a.dtype)
-        d = a
-    var = xp.mean(d * d, axis=axes, keepdims=True)
+        var = xp.mean(a * a, axis=axes, keepdims=True)
+        mean = xp.zeros_like(var)
+        y = a.copy()
     rstd = 1 / xp.sqrt(var + eps)
-    y = d * rstd
+    y *= rstd
     if has_weight:
         y *= _upcast(affine[0])
     if has_bias:
@@ -72,17 +73,22 @@ def _normalize_backward_forward(xp, g, x, mean, rstd, *weight, axes, center, par
                                 need):
     """Gradients (x, weight, bias) of the normalisation; those not needed are 0-d."""
     g32 = _upcast(g)
-    xhat = (_upcast(x) - mean) * rstd
+    xhat = _upcast(x) - mean
+    xhat *= rstd
     zero = xp.zeros((), dtype=x.dtype)
     gw = _reduce_to(xp, g32 * xhat, param_shape).astype(x.dtype) if need[1] else zero
     gb = _reduce_to(xp, g32, param_shape).astype(x.dtype) if need[2] else zero
     gx = zero
     if need[0]:
+        # rstd * (gy - mean(gy) - xhat * mean(gy * xhat)), gy = g * weight
         gy = g32 * _upcast(weight[0]) if weight else g32
-        inner = gy - xhat * xp.mean(gy * xhat, axis=axes, keepdims=True)
+        gx = gy * xhat
+        xhat *= xp.mean(gx, axis=axes, keepdims=True)
+        xp.subtract(gy, xhat, out=gx)
         if center:
-            inner -= xp.mean(gy, axis=axes, keepdims=True)
-        gx = (inner * rstd).astype(x.dtype, copy=False)
+            gx -= xp.mean(gy, axis=axes, keepdims=True)
+        gx *= rstd
+        gx = gx.astype(x.dtype, copy=False)
     return gx, gw, gb
 
 

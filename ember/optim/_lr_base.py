@@ -2,23 +2,32 @@
 :mod:`ember.optim.lr_scheduler`)."""
 from __future__ import annotations
 
+import types
 import warnings
 from typing import Any, Iterable
 
 from ..errors import EmberTypeError
 from .optimizer import Optimizer, OptimizerError
 
-_EPOCH_DEPRECATED = ("passing an epoch to scheduler.step() is deprecated (as in PyTorch) and "
+EPOCH_DEPRECATED = ("passing an epoch to scheduler.step() is deprecated (as in PyTorch) and "
                      "will be removed; call step() without arguments once per epoch")
 
 
-def _check_optimizer(owner: str, optimizer) -> None:
+def check_optimizer(owner: str, optimizer) -> None:
     if not isinstance(optimizer, Optimizer):
         raise EmberTypeError(f"{owner}: expected an ember.optim.Optimizer, got "
                              f"{type(optimizer).__name__}")
 
 
-def _per_group(owner: str, name: str, optimizer: Optimizer, value) -> list:
+def callable_state(fn) -> dict[str, Any] | None:
+    """What a scheduler's state dict keeps of a user function: nothing (``None``) for a
+    plain function or lambda, the attribute dict of a callable object (its settings)."""
+    if fn is None or isinstance(fn, types.FunctionType) or not hasattr(fn, "__dict__"):
+        return None
+    return dict(fn.__dict__)
+
+
+def per_group(owner: str, name: str, optimizer: Optimizer, value) -> list:
     """``value`` for each parameter group: a list of that length, or one value for all."""
     n = len(optimizer.param_groups)
     if isinstance(value, (list, tuple)):
@@ -44,7 +53,7 @@ class LRScheduler:
     """
 
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
-        _check_optimizer(type(self).__name__, optimizer)
+        check_optimizer(type(self).__name__, optimizer)
         self.optimizer = optimizer
         if last_epoch == -1:
             for group in optimizer.param_groups:
@@ -99,7 +108,7 @@ class LRScheduler:
             self.last_epoch += 1
             values = self._compute_lr()
         else:
-            warnings.warn(_EPOCH_DEPRECATED, UserWarning, stacklevel=2)
+            warnings.warn(EPOCH_DEPRECATED, UserWarning, stacklevel=2)
             values = self._jump_to(epoch)
         self._set_lrs(values)
 

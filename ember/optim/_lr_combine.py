@@ -6,7 +6,7 @@ from bisect import bisect_right
 from typing import Any, Sequence
 
 from ..errors import EmberTypeError
-from ._lr_base import LRScheduler, _check_optimizer
+from ._lr_base import LRScheduler, check_optimizer
 from ._lr_plateau import ReduceLROnPlateau
 from .optimizer import Optimizer, OptimizerError
 
@@ -56,7 +56,7 @@ class SequentialLR(_Composite):
 
     def __init__(self, optimizer: Optimizer, schedulers: list[LRScheduler],
                  milestones: list[int], last_epoch: int = -1) -> None:
-        _check_optimizer("SequentialLR", optimizer)
+        check_optimizer("SequentialLR", optimizer)
         self._check_parts(schedulers, optimizer)
         if len(milestones) != len(schedulers) - 1:
             raise OptimizerError(f"SequentialLR: expects one milestone fewer than schedulers, "

@@ -3,10 +3,9 @@ momentum too)."""
 from __future__ import annotations
 
 import math
-import types
 from typing import Any, Callable
 
-from ._lr_base import LRScheduler, _check_optimizer, _per_group
+from ._lr_base import LRScheduler, callable_state, check_optimizer, per_group
 from .optimizer import Optimizer, OptimizerError
 
 
@@ -40,12 +39,12 @@ class CyclicLR(LRScheduler):
                  scale_mode: str = "cycle", cycle_momentum: bool = True,
                  base_momentum: float = 0.8, max_momentum: float = 0.9,
                  last_epoch: int = -1) -> None:
-        _check_optimizer("CyclicLR", optimizer)
-        base_lrs = _per_group("CyclicLR", "base_lr", optimizer, base_lr)
+        check_optimizer("CyclicLR", optimizer)
+        base_lrs = per_group("CyclicLR", "base_lr", optimizer, base_lr)
         if last_epoch == -1:
             for lr, group in zip(base_lrs, optimizer.param_groups):
                 group["lr"] = lr
-        self.max_lrs = _per_group("CyclicLR", "max_lr", optimizer, max_lr)
+        self.max_lrs = per_group("CyclicLR", "max_lr", optimizer, max_lr)
         step_size_up = float(step_size_up)
         step_size_down = float(step_size_down) if step_size_down is not None else step_size_up
         self.total_size = step_size_up + step_size_down
@@ -64,9 +63,9 @@ class CyclicLR(LRScheduler):
                 raise OptimizerError(f"CyclicLR: {type(optimizer).__name__} has neither "
                                      "momentum nor betas, needed by cycle_momentum=True")
             self.use_beta1 = "betas" in optimizer.defaults
-            self.base_momentums = _per_group("CyclicLR", "base_momentum", optimizer,
+            self.base_momentums = per_group("CyclicLR", "base_momentum", optimizer,
                                              base_momentum)
-            self.max_momentums = _per_group("CyclicLR", "max_momentum", optimizer,
+            self.max_momentums = per_group("CyclicLR", "max_momentum", optimizer,
                                             max_momentum)
             if last_epoch == -1:
                 for m_max, m_base, group in zip(self.max_momentums, self.base_momentums,
@@ -94,7 +93,7 @@ class CyclicLR(LRScheduler):
         if self.mode == "triangular":
             return 1.0
         if self.mode == "triangular2":
-            return 1 / (2.0 ** (x - 1))
+            return 1 / (2.0 ** x)
         return self.gamma ** x
 
     def get_lr(self) -> list[float]:
@@ -119,9 +118,7 @@ class CyclicLR(LRScheduler):
         """The state; a custom ``scale_fn`` is saved as ``None`` if it is a function,
         as its attribute dict if it is a callable object."""
         state = super().state_dict()
-        fn = state.pop("_scale_fn_custom")
-        state["_scale_fn_custom"] = None if fn is None or isinstance(fn, types.FunctionType) \
-            else dict(fn.__dict__)
+        state["_scale_fn_custom"] = callable_state(state.pop("_scale_fn_custom"))
         return state
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
@@ -156,7 +153,7 @@ class OneCycleLR(LRScheduler):
                  max_momentum: float | list[float] = 0.95, div_factor: float = 25.0,
                  final_div_factor: float = 1e4, three_phase: bool = False,
                  last_epoch: int = -1) -> None:
-        _check_optimizer("OneCycleLR", optimizer)
+        check_optimizer("OneCycleLR", optimizer)
         if total_steps is not None:
             if not isinstance(total_steps, int) or total_steps <= 0:
                 raise OptimizerError(f"OneCycleLR: total_steps must be a positive integer, "
@@ -194,7 +191,7 @@ class OneCycleLR(LRScheduler):
             ]
         self._anneal_func_type = anneal_strategy
 
-        max_lrs = _per_group("OneCycleLR", "max_lr", optimizer, max_lr)
+        max_lrs = per_group("OneCycleLR", "max_lr", optimizer, max_lr)
         if last_epoch == -1:
             for peak, group in zip(max_lrs, optimizer.param_groups):
                 group["initial_lr"] = peak / div_factor
@@ -207,8 +204,8 @@ class OneCycleLR(LRScheduler):
                 raise OptimizerError(f"OneCycleLR: {type(optimizer).__name__} has neither "
                                      "momentum nor betas, needed by cycle_momentum=True")
             self.use_beta1 = "betas" in optimizer.defaults
-            max_momentums = _per_group("OneCycleLR", "max_momentum", optimizer, max_momentum)
-            base_momentums = _per_group("OneCycleLR", "base_momentum", optimizer,
+            max_momentums = per_group("OneCycleLR", "max_momentum", optimizer, max_momentum)
+            base_momentums = per_group("OneCycleLR", "base_momentum", optimizer,
                                         base_momentum)
             if last_epoch == -1:
                 for m_max, m_base, group in zip(max_momentums, base_momentums,

@@ -5,7 +5,7 @@ import math
 import warnings
 from typing import Any
 
-from ._lr_base import _EPOCH_DEPRECATED, LRScheduler, _check_optimizer
+from ._lr_base import EPOCH_DEPRECATED, LRScheduler, check_optimizer
 from .optimizer import Optimizer, OptimizerError
 
 
@@ -33,7 +33,7 @@ class ReduceLROnPlateau(LRScheduler):
         if factor >= 1.0:
             raise OptimizerError(f"ReduceLROnPlateau: factor should be < 1.0, got {factor}")
         self.factor = factor
-        _check_optimizer("ReduceLROnPlateau", optimizer)
+        check_optimizer("ReduceLROnPlateau", optimizer)
         self.optimizer = optimizer
         if isinstance(min_lr, (list, tuple)):
             if len(min_lr) != len(optimizer.param_groups):
@@ -91,7 +91,7 @@ class ReduceLROnPlateau(LRScheduler):
         if epoch is None:
             epoch = self.last_epoch + 1
         else:
-            warnings.warn(_EPOCH_DEPRECATED, UserWarning, stacklevel=2)
+            warnings.warn(EPOCH_DEPRECATED, UserWarning, stacklevel=2)
         self.last_epoch = epoch
         if self.is_better(current, self.best):
             self.best = current

@@ -103,6 +103,6 @@ class Adam(Optimizer):
                         second = max_sq
                     else:
                         second = exp_avg_sq
-                    denom = (second.sqrt() / bias_correction2_sqrt).add_(eps)
+                    denom = second.sqrt().div_(bias_correction2_sqrt).add_(eps)
                     p.addcdiv_(exp_avg, denom, value=-step_size)
         return loss

@@ -14,12 +14,11 @@ holds plain numbers, lists and strings (JSON-serialisable); functions such as
 from __future__ import annotations
 
 import math
-import types
 from bisect import bisect_right
 from typing import Any, Callable, Iterable
 
 from ..errors import EmberTypeError
-from ._lr_base import LRScheduler, _check_optimizer, _per_group
+from ._lr_base import LRScheduler, callable_state, check_optimizer, per_group
 from ._lr_combine import ChainedScheduler, SequentialLR
 from ._lr_cyclic import CyclicLR, OneCycleLR
 from ._lr_plateau import ReduceLROnPlateau
@@ -42,9 +41,9 @@ class LambdaLR(LRScheduler):
 
     def __init__(self, optimizer: Optimizer, lr_lambda: Callable | list[Callable],
                  last_epoch: int = -1) -> None:
-        _check_optimizer(type(self).__name__, optimizer)
+        check_optimizer(type(self).__name__, optimizer)
         self.optimizer = optimizer
-        self.lr_lambdas = _per_group(type(self).__name__, "lr_lambda", optimizer, lr_lambda)
+        self.lr_lambdas = per_group(type(self).__name__, "lr_lambda", optimizer, lr_lambda)
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[float]:
@@ -57,8 +56,7 @@ class LambdaLR(LRScheduler):
         callable object as its attribute dict."""
         state = {k: v for k, v in self.__dict__.items()
                  if k not in ("optimizer", "lr_lambdas")}
-        state["lr_lambdas"] = [None if isinstance(fn, types.FunctionType)
-                               else dict(fn.__dict__) for fn in self.lr_lambdas]
+        state["lr_lambdas"] = [callable_state(fn) for fn in self.lr_lambdas]
         return state
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
@@ -87,7 +85,7 @@ class MultiplicativeLR(LambdaLR):
 class StepLR(LRScheduler):
     """Multiply the lr by ``gamma`` every ``step_size`` epochs.
 
-    >>> sched = StepLR(opt, step_size=30, gamma=0.1)   # 0.05 → 0.005 at 30 → ...
+    >>> sched = StepLR(opt, step_size=30, gamma=0.1)  # lr 0.05 until epoch 29, then 0.005
     """
 
     def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1,
@@ -319,7 +317,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
             epoch = self.last_epoch + 1
             self.T_cur = self.T_cur + 1
             if self.T_cur >= self.T_i:
-                self.T_cur = self.T_cur - self.T_i
+                self.T_cur = self.T_cur % self.T_i
                 self.T_i = self.T_i * self.T_mult
         else:
             if epoch < 0:

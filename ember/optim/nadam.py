@@ -96,7 +96,7 @@ class NAdam(Optimizer):
                     exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
                     exp_avg.lerp_(grad, 1 - beta1)
                     exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-                    denom = (exp_avg_sq / (1 - beta2 ** step)).sqrt_().add_(eps)
+                    denom = exp_avg_sq.div(1 - beta2 ** step).sqrt_().add_(eps)
                     p.addcdiv_(grad, denom, value=-lr * (1.0 - mu) / (1.0 - product))
                     p.addcdiv_(exp_avg, denom,
                                value=-lr * mu_next / (1.0 - product * mu_next))

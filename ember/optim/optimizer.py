@@ -29,18 +29,24 @@ class OptimizerError(EmberError, ValueError):
 
 
 def _hooked(step: Callable) -> Callable:
-    """Wrap a subclass's ``step`` so the step hooks run around it and schedulers can
-    tell that the optimizer has stepped."""
+    """Wrap a subclass's ``step`` so the step hooks run around it (once, even when an
+    override calls ``super().step()``) and schedulers can tell that it has run."""
     @functools.wraps(step)
     def wrapper(self, *args, **kwargs):
-        for hook in tuple(self._step_pre_hooks):
-            result = hook(self, args, kwargs)
-            if result is not None:
-                args, kwargs = result
-        out = step(self, *args, **kwargs)
-        self._opt_called = True
-        for hook in tuple(self._step_post_hooks):
-            hook(self, args, kwargs)
+        if self._stepping:
+            return step(self, *args, **kwargs)
+        self._stepping = True
+        try:
+            for hook in tuple(self._step_pre_hooks):
+                result = hook(self, args, kwargs)
+                if result is not None:
+                    args, kwargs = result
+            out = step(self, *args, **kwargs)
+            self._opt_called = True
+            for hook in tuple(self._step_post_hooks):
+                hook(self, args, kwargs)
+        finally:
+            self._stepping = False
         return out
     wrapper._ember_hooked = True
     return wrapper
@@ -76,6 +82,7 @@ class Optimizer:
         self._step_pre_hooks: list = []
         self._step_post_hooks: list = []
         self._opt_called = False
+        self._stepping = False
         self._check_group(defaults)
         if isinstance(params, Tensor):
             raise EmberTypeError(f"{self._name}: params should be an iterable of Tensors or "
@@ -99,6 +106,7 @@ class Optimizer:
             self.add_param_group(group)
 
     def __init_subclass__(cls, **kwargs) -> None:
+        # Every algorithm's step gets the hooks without having to call them itself.
         super().__init_subclass__(**kwargs)
         step = cls.__dict__.get("step")
         if step is not None and not getattr(step, "_ember_hooked", False):

@@ -59,6 +59,14 @@ def _leaves_used(outputs: list, own: set) -> list:
     return found
 
 
+def _detached_like(t: Tensor) -> Tensor:
+    """``t`` out of the graph, still marked as needing a gradient when it did (so the
+    checkpoint node knows which outputs are differentiable)."""
+    d = t.detach()
+    d._requires_grad = t._requires_grad
+    return d
+
+
 class _Plan:
     """What the recomputation needs besides the saved tensors."""
 
@@ -83,6 +91,7 @@ class _Recompute(Function):
         ctx.save_for_backward(*tensors)
         outputs = plan.outputs
         plan.outputs = None  # the node must not keep them alive
+        ctx.mark_non_differentiable(*[o for o in outputs if not o.requires_grad])
         return tuple(outputs)
 
     @staticmethod
@@ -151,7 +160,7 @@ def checkpoint(function: Callable, *args, use_reentrant: bool | None = None,
     if not leaves and not any(t._requires_grad for t in tensors):
         return out  # nothing to differentiate: keep the result as it is
     plan = _Plan(function, args_spec, kwargs, len(tensors), rng_state, out_spec,
-                 [o.detach() for o in outs])
+                 [_detached_like(o) for o in outs])
     del out
     results = _Recompute.apply(plan, *tensors, *leaves)
     return _rebuild(out_spec, iter(results))

@@ -35,8 +35,10 @@ def test_activation_module(name, args, kwargs, dtype):
     rng = np.random.default_rng(0)
     e = getattr(nn, name)(*args, **kwargs)
     t = getattr(tnn, name)(*args, **kwargs)
+    # PyTorch's hardsigmoid backward multiplies by a float32 1/6 even in float64.
+    tol = {"float64": (1e-7, 1e-10)} if name == "Hardsigmoid" else None
     run_module_test(e, t, [_input(rng)], dtype=dtype,
-                    deterministic_train=name != "RReLU")
+                    deterministic_train=name != "RReLU", tol=tol)
 
 
 @pytest.mark.parametrize("name,args", [("ReLU", ()), ("LeakyReLU", (0.2,)), ("ELU", (0.5,)),
@@ -57,7 +59,8 @@ def test_inplace_activation_matches_torch(name, args):
     g = rng.standard_normal(x.shape)
     eo.backward(ember.tensor(g))
     to.backward(torch.tensor(g))
-    np.testing.assert_allclose(ea.grad.numpy(), ta.grad.numpy(), rtol=1e-10, atol=1e-12)
+    rtol = 1e-7 if name == "Hardsigmoid" else 1e-10  # torch's float32 1/6, as above
+    np.testing.assert_allclose(ea.grad.numpy(), ta.grad.numpy(), rtol=rtol, atol=1e-12)
     assert e(ex) is ex and t(tx) is tx  # the very tensor, modified
     np.testing.assert_allclose(ex.numpy(), tx.numpy(), rtol=1e-12)
 

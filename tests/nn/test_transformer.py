@@ -119,7 +119,7 @@ def test_attention_weights_known_values():
     padding = ember.tensor([[False, False, True], [False, False, False]])
     _, weights = mha(x, x, x, key_padding_mask=padding)
     expected = np.array([[0.5, 0.5, 0.0]] * 3 + [[1 / 3] * 3] * 3).reshape(2, 3, 3)
-    np.testing.assert_allclose(weights.numpy(), expected, rtol=1e-6)
+    np.testing.assert_allclose(weights.detach().numpy(), expected, rtol=1e-6)
 
 
 def test_multihead_attention_default_init_matches_torch():
@@ -254,7 +254,8 @@ def test_stacks_deep_copy_their_layer():
         np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy(), err_msg=name)
     with ember.no_grad():
         first.linear1.weight.add_(1.0)
-    assert not np.allclose(first.linear1.weight.numpy(), second.linear1.weight.numpy())
+    assert not np.allclose(first.linear1.weight.detach().numpy(),
+                           second.linear1.weight.detach().numpy())
     assert len(list(encoder.parameters())) == 2 * len(list(layer.parameters()))
 
 

@@ -325,6 +325,22 @@ def test_step_hooks():
     assert calls == [("pre", 1.0), ("post", 0.5), ("post", 0.0)]
 
 
+def test_hooks_run_once_when_an_override_calls_super():
+    class ClippedSGD(optim.SGD):
+        def step(self, closure=None):
+            for group in self.param_groups:
+                for p in group["params"]:
+                    p.grad.clamp_(-1.0, 1.0)
+            return super().step(closure)
+    p = ember.tensor([0.0], requires_grad=True)
+    opt = ClippedSGD([p], lr=1.0)
+    calls = []
+    opt.register_step_pre_hook(lambda o, args, kwargs: calls.append("pre"))
+    p.grad = ember.tensor([5.0])
+    opt.step()
+    assert calls == ["pre"] and p.item() == -1.0
+
+
 def test_parameters_without_grad_get_no_state():
     a, b = ember.zeros(2, requires_grad=True), ember.zeros(2, requires_grad=True)
     opt = optim.Adam([a, b], lr=0.1)
@@ -455,3 +471,37 @@ def test_unsupported_implementation_flags():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         optim.Adam([_p()], foreach=True)  # an implementation hint: accepted
+
+
+def test_checkpoint_through_ember_save_resumes_exactly(tmp_path):
+    from ember.optim.lr_scheduler import OneCycleLR
+    rng = np.random.default_rng(3)
+
+    def build(values):
+        params = [ember.tensor(v, requires_grad=True) for v in values]
+        opt = optim.AdamW(params, lr=0.01, amsgrad=True)
+        return params, opt, OneCycleLR(opt, max_lr=0.1, total_steps=20)
+
+    def train(params, opt, sched, grads):
+        for g in grads:
+            for p, gp in zip(params, g):
+                p.grad = ember.tensor(gp)
+            opt.step()
+            sched.step()
+
+    grads = [[rng.standard_normal(s) for s in SHAPES] for _ in range(20)]
+    params, opt, sched = build([rng.standard_normal(s) for s in SHAPES])
+    train(params, opt, sched, grads[:8])
+    path = tmp_path / "checkpoint.safetensors"
+    ember.save({"params": params, "optimizer": opt.state_dict(),
+                "scheduler": sched.state_dict()}, path)
+    train(params, opt, sched, grads[8:])
+
+    checkpoint = ember.load(path)
+    params2, opt2, sched2 = build([p.detach().numpy() for p in checkpoint["params"]])
+    opt2.load_state_dict(checkpoint["optimizer"])
+    sched2.load_state_dict(checkpoint["scheduler"])
+    train(params2, opt2, sched2, grads[8:])
+    for a, b in zip(params, params2):
+        np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+    assert opt2.param_groups[0]["betas"] == opt.param_groups[0]["betas"]

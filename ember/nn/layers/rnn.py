@@ -97,8 +97,7 @@ class RNNBase(Module):
         if mode not in _GATES:
             raise ValueError(f"Unrecognized RNN mode: {mode!r}; expected one of "
                              f"{', '.join(_GATES)}")
-        if (not isinstance(dropout, numbers.Number) or isinstance(dropout, bool)
-                or not 0 <= dropout <= 1):
+        if not isinstance(dropout, numbers.Number) or not 0 <= dropout <= 1:
             raise ValueError("dropout should be a number in range [0, 1] representing the "
                              "probability of an element being zeroed")
         if dropout > 0 and num_layers == 1:
