@@ -77,14 +77,9 @@ class CyclicLR(LRScheduler):
         self.base_lrs = base_lrs
 
     def _init_scale_fn(self) -> None:
-        if self._scale_fn_custom is not None:
-            return
-        if self.mode == "triangular":
-            self.scale_mode = "cycle"
-        elif self.mode == "triangular2":
-            self.scale_mode = "cycle"
-        else:
-            self.scale_mode = "iterations"
+        # A built-in mode fixes whether its scale is a function of the cycle or the step.
+        if self._scale_fn_custom is None:
+            self.scale_mode = "iterations" if self.mode == "exp_range" else "cycle"
 
     def scale_fn(self, x: float) -> float:
         """The amplitude's scale at cycle (or step) ``x``."""
@@ -93,7 +88,7 @@ class CyclicLR(LRScheduler):
         if self.mode == "triangular":
             return 1.0
         if self.mode == "triangular2":
-            return 1 / (2.0 ** x)
+            return 1 / (2.0 ** (x - 1))
         return self.gamma ** x
 
     def get_lr(self) -> list[float]:

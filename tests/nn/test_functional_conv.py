@@ -10,6 +10,8 @@ from ..ops.optable import (OpCase, S, _ShapeRuleObserver, generate, nc, needs_to
                            rand, torch)
 
 TF = None if torch is None else torch.nn.functional
+# PyTorch warns that it copies the input for 'same' padding of even kernels
+pytestmark = pytest.mark.filterwarnings("ignore:Using padding='same':UserWarning")
 
 
 def _t(name):

@@ -47,7 +47,7 @@ def instance_norm_samples(rng, dtype):
     return [S(r((2, 3, 4))), S(r((2, 3, 4, 2)), weight=r((3,)), bias=r((3,))),
             S(nc(r((2, 2, 5))), running_mean=r((2,)), running_var=r((2,), 0.5, 2),
               momentum=0.2),
-            S(r((2, 3, 3)), None, None, r((3,)), r((3,)), use_input_stats=False,
+            S(r((2, 3, 3)), weight=r((3,)), bias=r((3,)), use_input_stats=False,
               running_mean=r((3,)), running_var=r((3,), 0.5, 2))]
 
 
