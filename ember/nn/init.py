@@ -71,7 +71,7 @@ def _calculate_correct_fan(tensor: Tensor, mode: str) -> int:
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> Tensor:
     """Fill with values drawn uniformly from ``[a, b)``.
 
-    >>> ember.nn.init.uniform_(ember.empty(3, 5), -0.1, 0.1)
+    >>> w = ember.nn.init.uniform_(ember.empty(3, 5), -0.1, 0.1)
     """
     with grad_mode.no_grad():
         return tensor.uniform_(a, b, generator=generator)
@@ -80,7 +80,7 @@ def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None) -> Tensor:
     """Fill with values drawn from N(mean, std²).
 
-    >>> ember.nn.init.normal_(ember.empty(3, 5), std=0.02)
+    >>> w = ember.nn.init.normal_(ember.empty(3, 5), std=0.02)
     """
     with grad_mode.no_grad():
         return tensor.normal_(mean, std, generator=generator)
@@ -114,7 +114,7 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
     """Fill with values from N(mean, std²) truncated to ``[a, b]`` (by inverting the
     normal CDF on uniform draws, so every draw lands inside).
 
-    >>> ember.nn.init.trunc_normal_(ember.empty(3, 5), std=0.02, a=-0.04, b=0.04)
+    >>> w = ember.nn.init.trunc_normal_(ember.empty(3, 5), std=0.02, a=-0.04, b=0.04)
     """
     def cdf(x):
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
@@ -210,7 +210,7 @@ def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
             backward's.
         nonlinearity: the name given to :func:`calculate_gain`.
 
-    >>> ember.nn.init.kaiming_uniform_(ember.empty(3, 5), a=math.sqrt(5))
+    >>> w = ember.nn.init.kaiming_uniform_(ember.empty(3, 5), a=math.sqrt(5))
     """
     std = _kaiming_std(tensor, a, mode, nonlinearity)
     if std is None:

@@ -59,7 +59,6 @@ class Module:
     ['fc.weight', 'fc.bias']
     """
     training: bool
-    _version: int = 1
 
     def __init__(self, *args, **kwargs) -> None:
         if args or kwargs:

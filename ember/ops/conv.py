@@ -61,7 +61,7 @@ class Geometry:
         if wide:
             row = _row_strides(self.padded)
             self.grid_out_strides = row
-            self.grid_len = sum((o_ - 1) * m for o_, m in zip(out, row)) + 1 if all(out) else 0
+            self.grid_len = sum((o_ - 1) * m for o_, m in zip(out, row)) + 1
             self.grid = (self.grid_len,)
         else:
             self.grid_out_strides = _row_strides(out)
@@ -113,9 +113,9 @@ def pad_input(xp, x, geo: Geometry, fill=0):
 
 
 def _spatially_contiguous(x) -> bool:
-    item = x.itemsize
-    want = _row_strides(x.shape[2:])
-    return all(st == w * item or sz == 1 for st, w, sz in zip(x.strides[2:], want, x.shape[2:]))
+    """Whether the spatial dims of ``x`` form one C-ordered block (the wide grid steps
+    through them as one flat axis)."""
+    return x.strides[2:] == tuple(w * x.itemsize for w in _row_strides(x.shape[2:]))
 
 
 def windows(xp, xpad, geo: Geometry):
@@ -376,19 +376,15 @@ def _check_tensor(name: str, what: str, value) -> None:
                              f"{type(value).__name__}")
 
 
-def check_input_rank(name: str, input, d: int, batched_only: bool = False) -> bool:
+def check_input_rank(name: str, input, d: int) -> bool:
     """Raise unless ``input`` has ``d + 2`` dims (or ``d + 1``, unbatched); returns
     whether it is batched."""
     _check_tensor(name, "input", input)
-    dims = _DIM_NAMES[d]
-    if input.ndim == d + 2:
-        return True
-    if input.ndim == d + 1 and not batched_only:
-        return False
-    batched = f"{d + 2} dims (N, C, {', '.join(dims)})"
-    unbatched = "" if batched_only else f" or {d + 1} (C, {', '.join(dims)})"
-    raise ShapeError(f"{name}: expected input with {batched}{unbatched}, got shape "
-                     f"{tuple(input.shape)}")
+    if input.ndim in (d + 1, d + 2):
+        return input.ndim == d + 2
+    dims = ", ".join(_DIM_NAMES[d])
+    raise ShapeError(f"{name}: expected input with {d + 2} dims (N, C, {dims}) or {d + 1} "
+                     f"(C, {dims}), got shape {tuple(input.shape)}")
 
 
 def _check_dtypes(name: str, input, weight, bias) -> None:

@@ -355,20 +355,25 @@ def _difference(name, input, target):
     return input - target
 
 
-def _weighted(name, loss, weight, reduction, input):
+def _weighted(name, loss, weight, reduction, input, by_weight=True):
+    """Reduce ``loss * weight``; the mean divides by the total weight (``by_weight``, as
+    PyTorch's mse_loss and l1_loss do) or by the number of elements (its huber_loss)."""
     if weight is None:
         return _reduce(loss, reduction)
     if tuple(weight.shape) != tuple(input.shape):
         raise ShapeError(f"{name}: weights and input must have the same size, got weight of "
                          f"shape {tuple(weight.shape)} and input of shape "
                          f"{tuple(input.shape)}")
+    if reduction == "mean" and by_weight:
+        return _sum(loss * weight) / _sum(weight)
     return _reduce(loss * weight, reduction)
 
 
 def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
              reduce: bool | None = None, reduction: str = "mean",
              weight: Tensor | None = None) -> Tensor:
-    """Squared error (input - target)^2, optionally weighted per element.
+    """Squared error (input - target)^2, optionally weighted per element (the weighted
+    mean divides by the total weight).
 
     >>> F.mse_loss(ember.tensor([1.0, 2.0]), ember.tensor([0.0, 0.0]))
     tensor(2.5000)
@@ -381,7 +386,8 @@ def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
 def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
             reduce: bool | None = None, reduction: str = "mean",
             weight: Tensor | None = None) -> Tensor:
-    """Absolute error |input - target|, optionally weighted per element.
+    """Absolute error |input - target|, optionally weighted per element (the weighted
+    mean divides by the total weight).
 
     >>> F.l1_loss(ember.tensor([1.0, -3.0]), ember.tensor([0.0, 0.0]))
     tensor(2.)
@@ -450,7 +456,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
         raise EmberError(f"huber_loss: delta must be positive, got {delta}")
     d = _difference("huber_loss", input, target)
     loss = apply(_HUBER, _float_diff(d), delta=float(delta))
-    return _weighted("huber_loss", loss, weight, reduction, input)
+    return _weighted("huber_loss", loss, weight, reduction, input, by_weight=False)
 
 
 def _float_diff(d):
@@ -477,6 +483,9 @@ def _bce_forward(xp, x, t, *weight):
     return loss.astype(x.dtype, copy=False)
 
 
+_BCE_EPS = float(np.float32(1e-12))  # PyTorch's clamp of x * (1 - x), a float32 constant
+
+
 def _bce_vjp(n, g):
     inputs = n.saved_inputs()
     x, t = inputs[0], inputs[1]
@@ -484,7 +493,7 @@ def _bce_vjp(n, g):
     gw_ = g if w is None else g * w
     gx = gt = gw = None
     if n.edges[0]:
-        gx = gw_ * (x - t) / clamp_min(x * (1 - x), 1e-12)
+        gx = gw_ * (x - t) / clamp_min(x * (1 - x), _BCE_EPS)
     if n.edges[1]:
         gt = gw_ * (ew.maximum(ew.log1p(-x), x.new_tensor(-100.0)) -
                     ew.maximum(ew.log(x), x.new_tensor(-100.0)))

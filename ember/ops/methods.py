@@ -5,7 +5,9 @@ from __future__ import annotations
 from ..tensor import Tensor
 from . import (creation, elementwise as ew, elementwise_composite as ewc, index, linalg,
                logical as lg, movement, random, reduce, scan, selection, shape)
+from ..autograd import grad_mode
 from .inplace import inplace
+from .inplace_direct import direct_writer
 
 # Methods that are the same function with the tensor first.
 _METHODS = {}
@@ -55,7 +57,11 @@ def _inplace_method(fn, name):
     def method(self, *args, **kwargs):
         others = [a for a in args if isinstance(a, Tensor)] + \
                  [v for v in kwargs.values() if isinstance(v, Tensor)]
-        return inplace(name, self, lambda x: fn(x, *args, **kwargs), others)
+        direct = None
+        if not (grad_mode._state.enabled and (self._requires_grad or any(
+                o._requires_grad for o in others))):
+            direct = direct_writer(name, self, args, kwargs)
+        return inplace(name, self, lambda x: fn(x, *args, **kwargs), others, direct)
     method.__name__ = name
     method.__doc__ = f"In-place version of :meth:`{fn.__name__}`."
     return method

@@ -144,8 +144,9 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
     if weight.ndim != 3 or input1.shape[-1] != weight.shape[1] or \
             input2.shape[-1] != weight.shape[2] or input1.shape[:-1] != input2.shape[:-1]:
         raise ShapeError(f"bilinear: expected input1 (*, in1) and input2 (*, in2) with the "
-                         f"same leading dims and weight (out, in1, in2); got shapes {tuple(input1.shape)}, {tuple(input2.shape)} "
-                         f"and {tuple(weight.shape)}")
+                         f"same leading dims and weight (out, in1, in2); got shapes "
+                         f"{tuple(input1.shape)}, {tuple(input2.shape)} and "
+                         f"{tuple(weight.shape)}")
     out = einsum("...i,kij,...j->...k", input1, weight, input2)
     return out if bias is None else out + bias
 
@@ -530,7 +531,8 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
 # Distances -------------------------------------------------------------------------------------
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """Cosine of the angle between x1 and x2 along ``dim`` (broadcasting):
-    sum(x1 / max(||x1||, eps) * x2 / max(||x2||, eps)).
+    sum(x1 / max(||x1||, eps) * x2 / max(||x2||, eps)) (the clamp does not stop the
+    norm's gradient, as in PyTorch).
 
     >>> F.cosine_similarity(ember.tensor([[1.0, 0.0]]), ember.tensor([[1.0, 1.0]]))
     tensor([0.7071])
@@ -542,9 +544,17 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
                          f"{tuple(x2.shape)} cannot be broadcast together") from None
     a, b = expand(x1, shape), expand(x2, shape)
     d = wrap_dim(dim, len(shape), "cosine_similarity")
-    na = expand(clamp_min(_norm(a, 2, d, keepdim=True), eps), shape)
-    nb = expand(clamp_min(_norm(b, 2, d, keepdim=True), eps), shape)
-    return _sum((a / na) * (b / nb), d)
+    return _sum((a / _clamped_norm(a, d, eps, shape)) * (b / _clamped_norm(b, d, eps, shape)),
+                d)
+
+
+def _clamped_norm(x, dim, eps, shape):
+    """||x|| along dim, raised to eps where smaller; as in PyTorch the clamp changes the
+    value only, the gradient is the norm's."""
+    n = _norm(x, 2, dim, keepdim=True)
+    with grad_mode.no_grad():
+        lift = clamp_min(n, eps) - n
+    return expand(n + lift, shape)
 
 
 def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,

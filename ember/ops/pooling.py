@@ -68,13 +68,15 @@ class _Regular:
                                              self.stride))]
 
     def positions(self, xp, choice, axis):
-        """Input positions of the chosen taps (a window wholly in the low padding ties at
-        the lowest value; PyTorch then names its first real element, and so does this)."""
+        """Input positions (int64) of the chosen taps. A window whose real elements are
+        all the lowest value ties with its padding; PyTorch then names its first real
+        element, and so does this."""
         starts = np.arange(self.out) * self.stride - self.pad
-        pos = _along(xp.asarray(starts), axis, choice.ndim) + choice * self.dilation
+        pos = xp.multiply(choice, self.dilation, dtype=np.int64)
+        pos += _along(xp.asarray(starts), axis, choice.ndim)
         if self.pad:
             first = starts + -(-np.maximum(-starts, 0) // self.dilation) * self.dilation
-            pos = xp.where(pos < 0, _along(xp.asarray(first), axis, choice.ndim), pos)
+            xp.maximum(pos, _along(xp.asarray(first), axis, choice.ndim), out=pos)
         return pos
 
 
@@ -93,7 +95,7 @@ class _Adaptive:
 
     def positions(self, xp, choice, axis):
         rows = _along(xp.arange(self.out), axis, choice.ndim)
-        return xp.asarray(self.index)[rows, choice]
+        return xp.asarray(self.index)[rows, choice.astype(np.int64)]
 
 
 def _adaptive_bounds(size: int, out: int):
@@ -112,39 +114,57 @@ def _pad_spatial(xp, x, axes_plans, fill):
 
 
 # Max pooling -------------------------------------------------------------------------------
-def _window_max(xp, x, plans, with_indices):
+def _window_max(xp, x, plans, with_indices, nan_aware=False):
     """Max over each window, one axis at a time from the last; with the flat index of
     the winner in its input plane. Ties go to the first element in row-major order and
-    NaN wins (the last NaN), as in PyTorch."""
+    NaN wins (the last NaN), as in PyTorch.
+
+    Only plain ufuncs run over the data (masked copies are several times slower): the
+    winning tap per axis is the last tap that beat the running max, kept as a small
+    unsigned integer and carried through the later axes by arithmetic selection."""
     v = _pad_spatial(xp, x, plans, _lowest(x.dtype))
-    floating = x.dtype.kind in "fV"
-    index = None
-    plane = 1
+    tap_dtype = np.uint8 if max(p.taps for p in plans) < 256 else np.uint32
+    choices = []  # the winning tap of each axis done so far, shaped like v
     for axis in range(v.ndim - 1, 1, -1):
         plan = plans[axis - 2]
         best = plan.tap(xp, v, axis, 0).copy()
-        if not with_indices:
-            for k in range(1, plan.taps):
-                xp.maximum(best, plan.tap(xp, v, axis, k), out=best)
-            v = best
-            continue
-        choice = xp.zeros(best.shape, dtype=np.int64)
-        carried = None if index is None else plan.tap(xp, index, axis, 0).copy()
+        choice = xp.zeros(best.shape, dtype=tap_dtype) if with_indices else None
         for k in range(1, plan.taps):
             cand = plan.tap(xp, v, axis, k)
-            better = cand > best
-            if floating:
-                better |= cand != cand
-            xp.copyto(best, cand, where=better)
-            xp.copyto(choice, k, where=better)
-            if carried is not None:
-                xp.copyto(carried, plan.tap(xp, index, axis, k), where=better)
-        index = plan.positions(xp, choice, axis) * plane
-        if carried is not None:
-            index += carried
-        plane *= plan.size
+            if with_indices:
+                # NumPy compares strided operands several times slower than it copies them
+                cand = xp.ascontiguousarray(cand)
+                better = cand > best
+                if nan_aware:
+                    better |= xp.isnan(cand)
+                xp.maximum(choice, better.astype(tap_dtype) * tap_dtype(k), out=choice)
+            xp.maximum(best, cand, out=best)  # propagates NaN, as PyTorch's max does
+        if with_indices:
+            choices = [_select_taps(xp, plan, c, axis, choice) for c in choices] + [choice]
         v = best
-    return (v, index) if with_indices else v
+    if not with_indices:
+        return v
+    if not nan_aware and v.dtype.kind in "fV" and xp.isnan(v).any():
+        return _window_max(xp, x, plans, True, nan_aware=True)
+    index, plane = None, 1
+    for axis, choice in zip(range(v.ndim - 1, 1, -1), choices):
+        plan = plans[axis - 2]
+        term = plan.positions(xp, choice, axis)
+        if plane != 1:
+            term *= plane
+        index = term if index is None else xp.add(index, term, out=index)
+        plane *= plan.size
+    return v, index
+
+
+def _select_taps(xp, plan, values, axis, choice):
+    """``values`` (shaped like the input of this axis's stage) at the chosen taps; the
+    unsigned arithmetic wraps around but the selected result is exact."""
+    first = plan.tap(xp, values, axis, 0)
+    out = first.copy()
+    for k in range(1, plan.taps):
+        out += (choice == k).astype(values.dtype) * (plan.tap(xp, values, axis, k) - first)
+    return out
 
 
 def _regular_plans(shape, kernel, stride, dilation, padding, out_size):

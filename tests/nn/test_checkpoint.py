@@ -3,7 +3,6 @@ peak memory."""
 import tracemalloc
 
 import numpy as np
-import pytest
 
 import ember
 from ember import nn

@@ -135,7 +135,7 @@ def gaussian_samples(rng, dtype):
     return [S(r((3, 4)), r((3, 4)), r((3, 4), 0.2, 2)),
             S(r((3, 4)), r((3, 4)), r((3,), 0.2, 2), full=True),
             S(r((3, 4)), r((3, 4)), r((3, 1), 0.2, 2), reduction="sum"),
-            S(r((3, 4)), r((3, 4)), r((3, 4), 0.2, 2), eps=0.5, reduction="none")]
+            S(r((3, 4)), r((3, 4)), r((3, 4), 0.2, 2), eps=0.1, reduction="none")]
 
 
 def multilabel_samples(rng, dtype):
@@ -173,7 +173,9 @@ CASES = [
     case("cosine_embedding_loss", cosine_embedding_samples),
     case("margin_ranking_loss", ranking_samples),
     case("hinge_embedding_loss", hinge_samples),
-    case("soft_margin_loss", hinge_samples),
+    case("soft_margin_loss", lambda rng, d: [S(rand(rng, (3, 4), d), pm_one(rng, (3, 4))),
+                                             S(rand(rng, (5,), d), pm_one(rng, (5,)),
+                                               reduction="none")]),
     case("triplet_margin_loss", triplet_samples),
     case("poisson_nll_loss", poisson_samples),
     case("gaussian_nll_loss", gaussian_samples),

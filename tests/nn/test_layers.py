@@ -63,6 +63,10 @@ CASES = [
     ("UpsamplingNearest2d", (), {"size": 5}, [rng0.standard_normal((1, 2, 3, 3))], {}, True),
     ("UpsamplingBilinear2d", (), {"scale_factor": 2}, [rng0.standard_normal((1, 2, 3, 3))],
      {}, True),
+    ("PairwiseDistance", (1.5, 1e-4, True), {},
+     [rng0.standard_normal((4, 5)), rng0.standard_normal((4, 5))], {}, True),
+    ("CosineSimilarity", (0,), {}, [rng0.standard_normal((4, 5)), rng0.standard_normal(5)],
+     {}, True),
     ("Dropout", (0.3,), {}, [rng0.standard_normal((4, 5))], {}, True),
     ("Dropout2d", (0.3,), {}, [rng0.standard_normal((2, 3, 4, 4))], {}, True),
 ]

@@ -68,6 +68,11 @@ CASES = [
     ("PoissonNLLLoss", lambda lib: {"log_input": False, "full": True}, [P, 3 * Q],
      (True, False)),
     ("GaussianNLLLoss", lambda lib: {"full": True}, [X, Y, P], True),
+    ("TripletMarginWithDistanceLoss", lambda lib: {"margin": 0.5, "swap": True},
+     [X, Y, P], True),
+    ("TripletMarginWithDistanceLoss",
+     lambda lib: {"distance_function": lambda a, b: ((a - b) ** 2).sum(-1),
+                  "reduction": "none"}, [X, Y, P], True),
 ]
 
 
@@ -94,6 +99,11 @@ def test_legacy_reduction_flags():
         assert nn.MSELoss(size_average=False).reduction == "sum"
     with pytest.warns(UserWarning, match="reduction='none'"):
         assert nn.L1Loss(reduce=False).reduction == "none"
+
+
+def test_triplet_with_distance_margin_error():
+    with pytest.raises(ValueError, match="greater than 0"):
+        nn.TripletMarginWithDistanceLoss(margin=0.0)
 
 
 def test_cross_entropy_errors_name_the_shapes():

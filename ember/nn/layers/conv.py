@@ -173,7 +173,8 @@ class Conv2d(_Conv):
     """2-D convolution over (N, C_in, H, W) or (C_in, H, W) inputs; the arguments are
     those of :class:`Conv1d`, as ints or pairs.
 
-    >>> ember.nn.Conv2d(16, 33, (3, 5), stride=(2, 1), padding=(4, 2))(ember.randn(20, 16, 50, 100)).shape
+    >>> conv = ember.nn.Conv2d(16, 33, (3, 5), stride=(2, 1), padding=(4, 2))
+    >>> conv(ember.randn(20, 16, 50, 100)).shape
     ember.Size([20, 33, 28, 100])
     """
     _dims = 2

@@ -4,15 +4,19 @@ buffers, so they move with ``.to()`` and are saved in the state dict."""
 from __future__ import annotations
 
 import warnings
+from typing import Callable
 
+from ...ops.elementwise import minimum
 from ...tensor import Tensor
 from .. import functional as F
 from ..module import Module
+from .distance import PairwiseDistance
 
 __all__ = ["L1Loss", "NLLLoss", "PoissonNLLLoss", "GaussianNLLLoss", "KLDivLoss", "MSELoss",
            "BCELoss", "BCEWithLogitsLoss", "HingeEmbeddingLoss", "SmoothL1Loss", "HuberLoss",
            "SoftMarginLoss", "CrossEntropyLoss", "MultiLabelSoftMarginLoss",
-           "CosineEmbeddingLoss", "MarginRankingLoss", "TripletMarginLoss"]
+           "CosineEmbeddingLoss", "MarginRankingLoss", "TripletMarginLoss",
+           "TripletMarginWithDistanceLoss"]
 
 
 def _legacy_reduction(size_average: bool | None, reduce: bool | None) -> str:
@@ -266,3 +270,40 @@ class TripletMarginLoss(_Loss):
     def forward(self, anchor: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
         return F.triplet_margin_loss(anchor, positive, negative, margin=self.margin, p=self.p,
                                      eps=self.eps, swap=self.swap, reduction=self.reduction)
+
+
+class TripletMarginWithDistanceLoss(_Loss):
+    """``max(d(a, p) - d(a, n) + margin, 0)`` with any distance function.
+
+    Args:
+        distance_function: ``d(x, y)`` giving a distance per row (default:
+            :class:`PairwiseDistance`).
+        margin: a positive margin.
+        swap: use ``d(p, n)`` instead of ``d(a, n)`` where it is smaller.
+    """
+
+    def __init__(self, *, distance_function: Callable | None = None, margin: float = 1.0,
+                 swap: bool = False, reduction: str = "mean"):
+        super().__init__(reduction=reduction)
+        if margin <= 0:
+            raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater "
+                             f"than 0, got {margin} instead")
+        self.distance_function = (distance_function if distance_function is not None
+                                  else PairwiseDistance())
+        self.margin = margin
+        self.swap = swap
+
+    def forward(self, anchor: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
+        distance = self.distance_function
+        d_pos = distance(anchor, positive)
+        d_neg = distance(anchor, negative)
+        if self.swap:
+            d_neg = minimum(d_neg, distance(positive, negative))
+        loss = (self.margin + d_pos - d_neg).clamp_min(0)
+        if self.reduction == "mean":
+            return loss.mean()
+        if self.reduction == "sum":
+            return loss.sum()
+        if self.reduction == "none":
+            return loss
+        raise ValueError(f"{self.reduction} is not a valid value for reduction")

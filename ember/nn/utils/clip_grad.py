@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import math
-from typing import Iterable
-
 from ...autograd import grad_mode
 from ...errors import EmberError
 from ...ops.creation import tensor as _tensor
