@@ -12,7 +12,7 @@ from .dtypes import (DType, bfloat16, bool, double, float, float16, float32, flo
                      get_default_dtype, set_default_dtype)
 from .dtypes import can_cast, result_type
 from .backends import device
-from .errors import EmberError, EmberIndexError, EmberTypeError, ShapeError
+from .errors import EmberError, EmberIndexError, EmberTypeError, EmberValueError, ShapeError
 from .tensor import Size, Tensor, is_floating_point, is_tensor, numel
 from . import ops
 from .ops.creation import *  # noqa: F401,F403

@@ -19,6 +19,11 @@ class EmberTypeError(EmberError, TypeError):
     """An argument of the wrong kind or dtype."""
 
 
+class EmberValueError(EmberError, ValueError):
+    """An argument with a bad value where PyTorch raises ``ValueError`` (a negative
+    learning rate, lengths that do not add up)."""
+
+
 def describe(values) -> str:
     """``shapes (3, 4) and (5,), dtypes float32 and int64`` for an error message."""
     shapes, dtypes = [], []

@@ -1,10 +1,10 @@
 """The error ``ember.data`` raises for a bad argument."""
 from __future__ import annotations
 
-from ..errors import EmberError
+from ..errors import EmberValueError
 
 
-class DataError(EmberError, ValueError):
+class DataError(EmberValueError):
     """A bad value given to a dataset, sampler or DataLoader (lengths that don't add up,
     a non-positive batch size, options that exclude each other).
 

@@ -15,14 +15,14 @@ from typing import Any, Callable, Iterable
 from .. import dtypes
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.graph import RemovableHandle
-from ..errors import EmberError, EmberTypeError
+from ..errors import EmberTypeError, EmberValueError
 from ..ops.creation import tensor as _tensor
 from ..tensor import Tensor
 
 __all__ = ["Optimizer", "OptimizerError"]
 
 
-class OptimizerError(EmberError, ValueError):
+class OptimizerError(EmberValueError):
     """A bad value given to an optimizer or a learning-rate scheduler (a negative
     learning rate, betas out of range, an empty parameter list, a state dict that does
     not fit). A ``ValueError`` as well, since PyTorch raises ``ValueError`` there."""

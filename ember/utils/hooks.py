@@ -78,7 +78,8 @@ class BackwardHook:
     :class:`_PassGrads`; when the outputs' gradients arrive, the pre-hooks run (and may
     replace them); when the inputs' gradients are computed, the hooks run with
     ``(grad_input, grad_output)`` (and may replace ``grad_input``). ``grad_input`` has one
-    entry per positional argument (None for non-tensors and tensors that need no grad).
+    entry per positional argument: None for non-tensors, zeros for tensors that got no
+    gradient (as PyTorch). ``grad_output`` has None for outputs that got no gradient.
     """
 
     def __init__(self, module, hooks: list, pre_hooks: list):
