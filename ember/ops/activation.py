@@ -523,14 +523,14 @@ def _outside(xp, x, lambd):
 
 
 def _hardshrink_f(xp, x, lambd):
-    return x * _outside(xp, x, lambd)
+    out = x * _outside(xp, x, lambd)
+    out += 0.0  # -0.0 (a negative x times False) becomes 0.0
+    return out
 
 
 def _softshrink_f(xp, x, lambd):
-    out = xp.sign(x)
-    out *= -lambd
-    out += x
-    out *= _outside(xp, x, lambd)
+    out = xp.maximum(x - lambd, 0)  # max(x - lambd, 0) + min(x + lambd, 0)
+    out += xp.minimum(x + lambd, 0)
     return out
 
 

@@ -567,7 +567,8 @@ def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None,
     ``reduction='batchmean'`` divides the sum by the batch size (the mathematically
     correct KL); ``'mean'`` divides by the number of elements.
 
-    >>> F.kl_div(ember.tensor([-0.6931, -0.6931]), ember.tensor([0.5, 0.5]), reduction="sum")
+    >>> p = ember.tensor([0.25, 0.75])
+    >>> F.kl_div(p.log(), p, reduction="batchmean")
     tensor(0.)
     """
     name = "kl_div"

@@ -288,6 +288,18 @@ def test_embedding_padding_row_gets_no_gradient():
     np.testing.assert_array_equal(w.grad.numpy()[2], 0.0)
 
 
+def test_embedding_double_backward_respects_padding_and_frequency():
+    idx = ember.tensor([0, 1, 2, 2])
+    w = ember.randn(3, 2, requires_grad=True)
+    up = ember.randn(4, 2, requires_grad=True)
+    out = F.embedding(idx, w, padding_idx=1, scale_grad_by_freq=True)
+    (gw,) = ember.autograd.grad(out, [w], up, create_graph=True)
+    r = ember.randn(3, 2)
+    (gup,) = ember.autograd.grad((gw * r).sum(), [up])
+    factor = np.array([1.0, 0.0, 0.5, 0.5])[:, None]  # padding row 1; index 2 seen twice
+    np.testing.assert_allclose(gup.numpy(), r.numpy()[[0, 1, 2, 2]] * factor, rtol=1e-6)
+
+
 @needs_torch
 def test_embedding_max_norm_renormalises_rows_in_place_like_torch():
     rng = np.random.default_rng(1)

@@ -40,6 +40,7 @@ CASES = [
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("case", range(len(CASES)),
                          ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+@pytest.mark.filterwarnings("ignore:Using padding=.same. with even kernel")
 def test_conv_module(case, dtype):
     name, args, kwargs, shape, fwd = CASES[case]
     rng = np.random.default_rng(case)
