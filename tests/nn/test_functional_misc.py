@@ -193,7 +193,7 @@ def test_dropout_inplace():
     assert set(np.unique(x.numpy())) <= {0.0, 2.0}
 
 
-@pytest.mark.filterwarnings("ignore:dropout2d: received a 3D input")
+@pytest.mark.filterwarnings("ignore:dropout2d. received a 3D input")
 @pytest.mark.parametrize("fn, shape, channel_shape", [
     (F.dropout1d, (8, 16, 5), (8, 16)), (F.dropout1d, (16, 5), (16,)),
     (F.dropout2d, (8, 16, 3, 3), (8, 16)), (F.dropout2d, (16, 3, 3), (16, 3)),
