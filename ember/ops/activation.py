@@ -56,18 +56,16 @@ def _pointwise(name, f, df, d2f, aux=False):
     (kept as a hidden second output, never exposed, so never modified in place).
     """
     def forward(xp, a, **params):
-        # 0-d arrays as 1-d: NumPy turns 0-d results into scalars, which in-place ops reject
-        x = _upcast(a).reshape(a.shape or (1,))
-        if aux:
-            out, kept = f(xp, x, **params)
-            return out.astype(a.dtype, copy=False).reshape(a.shape), kept.reshape(a.shape)
-        return f(xp, x, **params).astype(a.dtype, copy=False).reshape(a.shape)
+        dtypes = (a.dtype, _accumulate(a.dtype)) if aux else (a.dtype,)
+        out = _by_chunks(xp, lambda x: f(xp, x, **params), (a,), dtypes)
+        return out if aux else out[0]
 
     def backward_forward(xp, g, a, *kept, **params):
-        kept = tuple(k.reshape(a.shape or (1,)) for k in kept)
-        out = df(xp, _upcast(a).reshape(a.shape or (1,)), *kept, **params)
-        out *= _upcast(g).reshape(out.shape)
-        return out.astype(g.dtype, copy=False).reshape(g.shape)
+        def kernel(g, x, *kept):
+            d = df(xp, x, *kept, **params)
+            d *= g
+            return d
+        return _by_chunks(xp, kernel, (g, a) + kept, (g.dtype,))[0]
 
     def vjp(n, grads):
         kept = (n.output(1),) if aux else ()
@@ -94,6 +92,33 @@ def _pointwise(name, f, df, d2f, aux=False):
 def _aux_infer(a, **params):
     acc = dt.float32 if a.dtype.itemsize == 2 else a.dtype
     return AbstractValue(a.shape, a.dtype), AbstractValue(a.shape, acc)
+
+
+def _accumulate(dtype):
+    return np.dtype(np.float32) if dtype.itemsize == 2 and dtype.kind in "fV" else dtype
+
+
+_CHUNK = 32768  # elements per piece: a kernel's few temporaries stay in the L2 cache
+
+
+def _by_chunks(xp, kernel, arrays, dtypes):
+    """``kernel`` (same-shape arrays -> array or tuple of arrays) applied to ``arrays``
+    (upcast from half precision), in cache-sized pieces of the flattened arrays; returns
+    the results cast to ``dtypes``, in the arrays' shape. Kernels chain many NumPy
+    passes, which run several times faster on pieces that stay in the cache."""
+    shape = arrays[0].shape
+    flat = [_upcast(xp.ascontiguousarray(a)).reshape(-1) for a in arrays]  # 0-d as (1,)
+    size = flat[0].size
+    if size <= 2 * _CHUNK:
+        results = kernel(*flat)
+        results = results if isinstance(results, tuple) else (results,)
+        return tuple(r.astype(d, copy=False).reshape(shape) for r, d in zip(results, dtypes))
+    outs = [xp.empty(size, dtype=d) for d in dtypes]
+    for start in range(0, size, _CHUNK):
+        piece = kernel(*(a[start:start + _CHUNK] for a in flat))
+        for out, part in zip(outs, piece if isinstance(piece, tuple) else (piece,)):
+            out[start:start + _CHUNK] = part
+    return tuple(out.reshape(shape) for out in outs)
 
 
 def _float_input(name: str, input, int_ok: bool = False):

@@ -17,6 +17,7 @@ from ..autograd import grad_mode
 from ..errors import EmberError, EmberTypeError, ShapeError
 from ..tensor import Tensor
 from . import elementwise as ew
+from .activation import _upcast  # half precision computes in float32
 from .linalg import matmul
 from .movement import repeat_interleave
 from .reduce import sum as _sum
@@ -24,13 +25,6 @@ from .registry import AbstractValue, apply, register
 from .shape import broadcast_shapes
 
 __all__ = ["scaled_dot_product_attention"]
-
-_F32 = np.dtype(np.float32)
-
-
-def _upcast(a):
-    return a.astype(_F32) if a.dtype.itemsize == 2 and a.dtype.kind in "fV" else a
-
 
 def _swap(a):
     return a.swapaxes(-1, -2)

@@ -132,18 +132,32 @@ def windows(xp, xpad, geo: Geometry):
                                            writeable=False)
 
 
-def im2col(xp, x, geo: Geometry):
+def im2col(xp, x, geo: Geometry, ones_row: bool = False):
     """The columns of ``x``, contiguous: ``(groups, C/groups * K, N * grid_len)`` on a wide
     grid (one GEMM per group), ``(N, groups, C/groups * K, L)`` on the exact grid (one
-    GEMM per image and group, whose results are already in the output's layout)."""
-    view = windows(xp, pad_input(xp, x, geo), geo)
+    GEMM per image and group, whose results are already in the output's layout).
+
+    ``ones_row`` appends a row of ones to each group's columns, so that a bias appended
+    to the weight matrix is added by the GEMM itself rather than by another pass."""
+    view = windows(xp, pad_input(xp, x, geo), geo)  # (C, *K, N, *grid)
+    rows = _cols_per_group(geo)
+    extra = 1 if ones_row else 0
+    kernel, n, groups = geo.kernel, geo.n, geo.groups
+    per_group = (groups, geo.c // groups)
     if geo.wide:
-        return xp.ascontiguousarray(view).reshape(geo.groups, _cols_per_group(geo),
-                                                     geo.n * geo.grid_len)
-    d = len(geo.kernel)
-    order = (d + 1, 0) + tuple(range(1, d + 1)) + tuple(range(d + 2, 2 * d + 2))
-    cols = xp.ascontiguousarray(view.transpose(order))
-    return cols.reshape(geo.n, geo.groups, _cols_per_group(geo), geo.grid_len)
+        cols = xp.empty((groups, rows + extra, n * geo.grid_len), dtype=x.dtype)
+        target = cols[:, :rows].reshape(per_group + kernel + (n,) + geo.grid)
+        source = view.reshape(per_group + view.shape[1:])
+    else:
+        d = len(kernel)
+        cols = xp.empty((n, groups, rows + extra, geo.grid_len), dtype=x.dtype)
+        target = cols[:, :, :rows].reshape((n,) + per_group + kernel + geo.out)
+        order = (d + 1, 0) + tuple(range(1, d + 1)) + tuple(range(d + 2, 2 * d + 2))
+        source = view.transpose(order).reshape((n,) + per_group + kernel + geo.out)
+    target[...] = source
+    if ones_row:
+        cols[..., rows, :] = 1
+    return cols
 
 
 def _cols_per_group(geo: Geometry) -> int:
@@ -224,18 +238,16 @@ def _conv_forward(xp, x, w, *bias, stride, padding, dilation, groups, out_size):
     geo = geometry(x.shape[0], x.shape[1], w.shape[0], groups, x.shape[2:], w.shape[2:],
                    stride, dilation, padding, out_size)
     work = _compute_dtype(x)
-    cols = im2col(xp, x.astype(work, copy=False), geo)
+    cols = im2col(xp, x.astype(work, copy=False), geo, ones_row=bool(bias))
     wm = _grouped_weight(w, groups, work)
-    b = bias[0].astype(work, copy=False) if bias else None
+    if bias:  # the bias rides along as one more column of the weight
+        b = bias[0].astype(work, copy=False).reshape(groups, geo.o // groups, 1)
+        wm = xp.concatenate([wm, b], axis=2)
     if geo.wide:
-        y = xp.matmul(wm, cols).reshape(geo.o, geo.n * geo.grid_len)
-        if b is not None:
-            y += b[:, None]
-        out = grid_to_output(xp, y, geo)
+        out = grid_to_output(xp, xp.matmul(wm, cols).reshape(geo.o, geo.n * geo.grid_len),
+                             geo)
     else:
         out = xp.matmul(wm, cols).reshape((geo.n, geo.o) + out_size)
-        if b is not None:
-            out += b.reshape((geo.o,) + (1,) * len(out_size))
     return out.astype(x.dtype, copy=False)
 
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..autograd import grad_mode
-from ..errors import EmberError, EmberIndexError, EmberTypeError, ShapeError
+from ..errors import EmberError, EmberIndexError, EmberTypeError, EmberValueError, ShapeError
 from ..tensor import Tensor
 from . import elementwise as ew
 from .activation import _pointwise, _upcast, log_softmax, logsigmoid, softmax
@@ -44,8 +44,8 @@ def _reduction(name, size_average, reduce, reduction, allowed=_REDUCTIONS) -> st
         warnings.warn(f"{name}: size_average and reduce args will be deprecated, please use "
                       f"reduction='{reduction}' instead.", stacklevel=3)
     if reduction not in allowed:
-        raise EmberError(f"{name}: {reduction!r} is not a valid value for reduction (expected "
-                         f"one of {', '.join(map(repr, allowed))})")
+        raise EmberValueError(f"{name}: {reduction!r} is not a valid value for reduction "
+                              f"(expected one of {', '.join(map(repr, allowed))})")
     return reduction
 
 
@@ -86,9 +86,10 @@ def _class_dim(name, input, target):
     want = _target_shape(input)
     if tuple(target.shape) != want:
         if input.ndim >= 2 and target.ndim >= 1 and target.shape[0] != input.shape[0]:
-            raise ShapeError(f"{name}: expected input batch_size ({input.shape[0]}) to match "
-                             f"target batch_size ({target.shape[0]}) (input of shape "
-                             f"{tuple(input.shape)}, target of shape {tuple(target.shape)})")
+            raise EmberValueError(
+                f"{name}: expected input batch_size ({input.shape[0]}) to match target "
+                f"batch_size ({target.shape[0]}) (input of shape {tuple(input.shape)}, "
+                f"target of shape {tuple(target.shape)})")
         raise ShapeError(f"{name}: expected target of shape {want} for input of shape "
                          f"{tuple(input.shape)}, got {tuple(target.shape)}")
     return cdim
@@ -361,9 +362,9 @@ def _weighted(name, loss, weight, reduction, input, by_weight=True):
     if weight is None:
         return _reduce(loss, reduction)
     if tuple(weight.shape) != tuple(input.shape):
-        raise ShapeError(f"{name}: weights and input must have the same size, got weight of "
-                         f"shape {tuple(weight.shape)} and input of shape "
-                         f"{tuple(input.shape)}")
+        raise EmberValueError(f"{name}: weights and input must have the same size, got "
+                              f"weight of shape {tuple(weight.shape)} and input of shape "
+                              f"{tuple(input.shape)}")
     if reduction == "mean" and by_weight:
         return _sum(loss * weight) / _sum(weight)
     return _reduce(loss * weight, reduction)
@@ -520,9 +521,9 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     _require_float(name, input)
     _require_tensor(name, "target", target)
     if tuple(target.shape) != tuple(input.shape):
-        raise ShapeError(f"{name}: using a target size ({tuple(target.shape)}) that is "
-                         f"different to the input size ({tuple(input.shape)}) is not "
-                         "supported; please ensure they have the same size")
+        raise EmberValueError(f"{name}: using a target size ({tuple(target.shape)}) that is "
+                              f"different to the input size ({tuple(input.shape)}) is not "
+                              "supported; please ensure they have the same size")
     args = [input, target if target.dtype is input.dtype else ew.cast(target, input.dtype)]
     if weight is not None:
         w = weight if weight.dtype is input.dtype else ew.cast(weight, input.dtype)
@@ -546,8 +547,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
     _require_float(name, input)
     _require_tensor(name, "target", target)
     if tuple(target.shape) != tuple(input.shape):
-        raise ShapeError(f"{name}: target size ({tuple(target.shape)}) must be the same as "
-                         f"input size ({tuple(input.shape)})")
+        raise EmberValueError(f"{name}: target size ({tuple(target.shape)}) must be the same "
+                              f"as input size ({tuple(input.shape)})")
     log_sig = logsigmoid(input)
     if pos_weight is None:
         loss = (1 - target) * input - log_sig
@@ -721,11 +722,11 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False,
         if shape[:-1] == vshape:
             var = unsqueeze(var, -1)
         elif not (shape[:-1] == vshape[:-1] and vshape[-1:] == (1,)):
-            raise ShapeError(f"{name}: var is of incorrect size: got {vshape} for input of "
-                             f"shape {shape}")
+            raise EmberValueError(f"{name}: var is of incorrect size: got {vshape} for input "
+                                  f"of shape {shape}")
     with grad_mode.no_grad():
         if bool((var < 0).any()):
-            raise EmberError(f"{name}: var has negative entry/entries")
+            raise EmberValueError(f"{name}: var has negative entry/entries")
         clamped = clamp_min(var, eps) - var
     var = var + clamped
     loss = 0.5 * (ew.log(var) + (input - target) * (input - target) / var)

@@ -15,9 +15,11 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..autograd import grad_mode
-from ..errors import EmberError, EmberIndexError, EmberTypeError, ShapeError
+from ..errors import (EmberError, EmberIndexError, EmberTypeError, EmberValueError,
+                      ShapeError)
 from ..tensor import Tensor
 from . import elementwise as ew
+from .activation import _upcast  # half precision computes in float32
 from .elementwise_composite import clamp_min
 from .linalg import einsum, matmul
 from .norm import _reduce_to
@@ -30,17 +32,6 @@ __all__ = ["linear", "bilinear", "dropout", "dropout1d", "dropout2d", "dropout3d
            "alpha_dropout", "feature_alpha_dropout", "embedding", "embedding_bag",
            "one_hot", "cosine_similarity", "pairwise_distance", "pdist", "pixel_shuffle",
            "pixel_unshuffle"]
-
-_F32 = np.dtype(np.float32)
-
-
-def _is_half(a) -> bool:
-    return a.dtype.itemsize == 2 and a.dtype.kind in "fV"
-
-
-def _upcast(a):
-    return a.astype(_F32) if _is_half(a) else a
-
 
 def _require_tensor(name, arg, value):
     if not isinstance(value, Tensor):
@@ -154,7 +145,8 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
 # dropout ----------------------------------------------------------------------------------------
 def _check_p(name, p):
     if not 0.0 <= p <= 1.0:
-        raise EmberError(f"{name}: dropout probability has to be between 0 and 1, but got {p}")
+        raise EmberValueError(f"{name}: dropout probability has to be between 0 and 1, but "
+                              f"got {p}")
 
 
 def _keep_mask(x, p, shape):
@@ -455,7 +447,8 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
     name = "embedding_bag"
     _check_indices(name, input)
     if mode not in ("sum", "mean", "max"):
-        raise EmberError(f"{name}: mode has to be one of sum, mean or max, got {mode!r}")
+        raise EmberValueError(f"{name}: mode has to be one of sum, mean or max, got "
+                              f"{mode!r}")
     if per_sample_weights is not None:
         if mode != "sum":
             raise EmberError(f"{name}: per_sample_weights was not None; per_sample_weights is "

@@ -188,6 +188,21 @@ def test_softmax_dtype_argument_and_implicit_dim():
     np.testing.assert_allclose(z.numpy(), F.softmax(ember.tensor([[0.0, 1.0]]), 1).numpy())
 
 
+@needs_torch
+@pytest.mark.parametrize("name", ["gelu", "silu", "mish", "elu", "softplus", "hardswish"])
+def test_large_inputs_match_torch(name):
+    """Large inputs run through the kernels in cache-sized pieces."""
+    x = np.random.default_rng(0).uniform(-6, 6, (3, 50001)).astype(np.float32)
+    ex, tx = ember.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    out, ref = getattr(F, name)(ex), getattr(TF, name)(tx)
+    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-5,
+                               atol=1e-5)
+    up = np.cos(x)
+    out.backward(ember.tensor(up))
+    ref.backward(torch.tensor(up))
+    np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
 # Errors ------------------------------------------------------------------------------------
 def test_errors():
     with pytest.raises(ember.EmberTypeError, match="gelu: not implemented for dtype int64"):

@@ -341,7 +341,8 @@ def test_errors():
     with pytest.raises(ember.EmberTypeError, match="linear: expected input, weight and bias "
                                                    "of the same dtype"):
         F.linear(ember.ones(3, 5), ember.ones(4, 5, dtype=ember.float64))
-    with pytest.raises(ember.EmberError, match="dropout probability has to be between 0 and 1"):
+    with pytest.raises(ember.EmberValueError, match="dropout probability has to be between 0 "
+                                                    "and 1"):
         F.dropout(ember.ones(3), 1.5)
     with pytest.raises(ember.EmberIndexError, match="embedding: index 5 is out of range for 5"):
         F.embedding(ember.tensor([1, 5]), ember.ones(5, 2))
