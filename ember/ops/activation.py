@@ -20,7 +20,7 @@ from .. import dtypes as dt
 from ..errors import EmberError, EmberTypeError
 from ..tensor import Tensor
 from . import elementwise as ew
-from .elementwise import _erf_forward
+from .elementwise import _sigmoid_forward as _sigmoid, erf_kernel
 from .inplace import inplace
 from .reduce import sum as _sum
 from .registry import AbstractValue, apply, register
@@ -142,14 +142,6 @@ def _activate(op, name, input, inplace_: bool = False, int_ok: bool = False, **p
 
 # The kernels below work in place on fresh buffers and avoid ``where`` with data-dependent
 # masks: each NumPy pass costs about as much as an op's whole kernel in PyTorch.
-def _sigmoid(xp, x):
-    # 1 / (1 + exp(-x)): exp overflows to inf for very negative x, giving exactly 0
-    e = xp.negative(x)
-    xp.exp(e, out=e)
-    e += 1
-    return xp.reciprocal(e, out=e)
-
-
 def _softplus(xp, z):
     # max(z, 0) + log1p(exp(-|z|)): log(1 + exp(z)) without overflow
     e = xp.abs(z)
@@ -160,34 +152,9 @@ def _softplus(xp, z):
     return e
 
 
-_ERF_P = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06,
-          -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03,
-          -1.60960333262415e-02)
-_ERF_Q = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
-          -7.37332916720468e-03, -1.42647390514189e-02)
-
-
 def _erf(xp, x):
-    """erf(x): exact (via ember.erf's kernel) in float64, else a rational approximation
-    good to float32 precision, evaluated in place."""
-    if x.dtype == np.float64:
-        return _erf_forward(xp, x)
-    c = xp.clip(x, -4.0, 4.0)  # erf is +-1 to float32 precision beyond
-    c2 = c * c
-    p = _horner(c2, _ERF_P)
-    p *= c
-    p /= _horner(c2, _ERF_Q)
-    return p
-
-
-def _horner(x, coefficients):
-    """The polynomial with ``coefficients`` (highest power first) at x, in place."""
-    out = x * np.float32(coefficients[0])
-    out += np.float32(coefficients[1])
-    for k in coefficients[2:]:
-        out *= x
-        out += np.float32(k)
-    return out
+    """erf(x) (exact in float64, else ember.erf's float32 approximation)."""
+    return erf_kernel(xp, x)
 
 
 # Softmax and log-softmax --------------------------------------------------------------

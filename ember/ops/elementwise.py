@@ -325,9 +325,11 @@ tanh = _unary("tanh", lambda xp, a: xp.tanh(a), lambda n, g: g * (1 - square(_ou
 
 
 def _sigmoid_forward(xp, a):
-    # exp of a non-positive number only, so large |a| neither overflows nor warns
-    e = xp.exp(-xp.abs(a))
-    return xp.where(a >= 0, 1 / (1 + e), e / (1 + e)).astype(a.dtype, copy=False)
+    # 1 / (1 + exp(-a)), in place: exp overflows to inf for very negative a, giving 0
+    e = xp.asarray(xp.negative(a))  # (0-d ufuncs return scalars)
+    xp.exp(e, out=e)
+    e += 1
+    return xp.reciprocal(e, out=e)
 
 
 def _sigmoid_vjp(n, g):
@@ -341,21 +343,39 @@ relu = _unary("relu", lambda xp, a: xp.maximum(a, 0).astype(a.dtype, copy=False)
               lambda n, g: g * (_out(n) > 0), doc="max(input, 0).", saves_outputs=True)
 
 
-def _erf_forward(xp, a):
+# erf's rational approximation x·P(x²)/Q(x²), good to float32 precision on [-4, 4]
+# (erf is ±1 beyond); coefficients highest power first.
+_ERF_P = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06,
+          -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03,
+          -1.60960333262415e-02)
+_ERF_Q = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
+          -7.37332916720468e-03, -1.42647390514189e-02)
+
+
+def _horner(x, coefficients):
+    """The polynomial with ``coefficients`` (highest power first) at x, in place."""
+    out = x * np.float32(coefficients[0])
+    out += np.float32(coefficients[1])
+    for k in coefficients[2:]:
+        out *= x
+        out += np.float32(k)
+    return out
+
+
+def erf_kernel(xp, a):
+    """erf of an array: exact in float64, else the float32 approximation (float32 out)."""
     if a.dtype == np.float64:
         return np.asarray(np.frompyfunc(math.erf, 1, 1)(a), dtype=np.float64)
-    # A rational approximation good to float32 precision on [-4, 4] (erf is ±1 beyond).
-    x = xp.clip(a.astype(np.float32), -4.0, 4.0)
-    x2 = x * x
-    p = np.float32(-2.72614225801306e-10)
-    for c in (2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
-              -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02):
-        p = p * x2 + np.float32(c)
-    q = np.float32(-1.45660718464996e-05)
-    for c in (-2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03,
-              -1.42647390514189e-02):
-        q = q * x2 + np.float32(c)
-    return (x * p / q).astype(a.dtype)
+    c = xp.clip(a.astype(np.float32, copy=False), -4.0, 4.0)
+    c2 = c * c
+    p = _horner(c2, _ERF_P)
+    p *= c
+    p /= _horner(c2, _ERF_Q)
+    return p
+
+
+def _erf_forward(xp, a):
+    return erf_kernel(xp, a).astype(a.dtype, copy=False)
 
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
