@@ -43,3 +43,19 @@ __version__ = "0.1.0"
 
 from . import func  # noqa: E402  (ember.func uses the names above)
 from . import data, nn, optim, utils  # noqa: E402
+
+# The functional ops PyTorch also has at the top level (``torch.softmax``, ...).
+_TOP_LEVEL_NN = ("softmax", "log_softmax", "layer_norm", "group_norm", "batch_norm",
+                 "instance_norm", "dropout", "alpha_dropout", "feature_alpha_dropout",
+                 "embedding", "embedding_bag", "cosine_similarity", "pairwise_distance",
+                 "pdist", "pixel_shuffle", "pixel_unshuffle", "conv1d", "conv2d", "conv3d",
+                 "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "max_pool1d",
+                 "max_pool2d", "max_pool3d", "avg_pool1d", "adaptive_avg_pool1d",
+                 "adaptive_max_pool1d", "bilinear", "celu", "selu", "prelu", "rrelu",
+                 "hardshrink", "threshold", "kl_div", "binary_cross_entropy_with_logits",
+                 "cosine_embedding_loss", "margin_ranking_loss", "hinge_embedding_loss",
+                 "poisson_nll_loss", "triplet_margin_loss")
+for _name in _TOP_LEVEL_NN:
+    if hasattr(nn.functional, _name):
+        globals()[_name] = getattr(nn.functional, _name)
+del _name
