@@ -219,7 +219,7 @@ def _grid_strides(geo: Geometry, item: int) -> tuple:
 
 
 # The three primitives ----------------------------------------------------------------------
-def _compute_dtype(a):
+def compute_dtype(a):
     """Half precision is computed in float32 and rounded once, as PyTorch's CPU does."""
     return _F32 if a.dtype.itemsize == 2 and a.dtype.kind in "fV" else a.dtype
 
@@ -237,7 +237,7 @@ def _per_group(g, geo: Geometry):
 def _conv_forward(xp, x, w, *bias, stride, padding, dilation, groups, out_size):
     geo = geometry(x.shape[0], x.shape[1], w.shape[0], groups, x.shape[2:], w.shape[2:],
                    stride, dilation, padding, out_size)
-    work = _compute_dtype(x)
+    work = compute_dtype(x)
     cols = im2col(xp, x.astype(work, copy=False), geo, ones_row=bool(bias))
     wm = _grouped_weight(w, groups, work)
     if bias:  # the bias rides along as one more column of the weight
@@ -255,7 +255,7 @@ def _conv_transpose_forward(xp, g, w, *bias, stride, padding, dilation, groups, 
     c = w.shape[1] * groups
     geo = geometry(g.shape[0], c, w.shape[0], groups, out_size, w.shape[2:], stride,
                    dilation, padding, g.shape[2:])
-    dtype, work = g.dtype, _compute_dtype(g)
+    dtype, work = g.dtype, compute_dtype(g)
     wt = _grouped_weight(w, groups, work).transpose(0, 2, 1)
     g = g.astype(work, copy=False)
     if geo.wide:
@@ -272,7 +272,7 @@ def _conv_transpose_forward(xp, g, w, *bias, stride, padding, dilation, groups, 
 def _conv_weight_grad_forward(xp, x, g, *, stride, padding, dilation, groups, kernel_size):
     geo = geometry(x.shape[0], x.shape[1], g.shape[1], groups, x.shape[2:], kernel_size,
                    stride, dilation, padding, g.shape[2:])
-    work = _compute_dtype(x)
+    work = compute_dtype(x)
     cols = im2col(xp, x.astype(work, copy=False), geo)
     g = g.astype(work, copy=False)
     if geo.wide:
@@ -286,7 +286,7 @@ def _conv_weight_grad_forward(xp, x, g, *, stride, padding, dilation, groups, ke
 
 
 def _bias_grad_forward(xp, g):
-    flat = g.astype(_compute_dtype(g), copy=False).reshape(g.shape[:2] + (math.prod(g.shape[2:]),))
+    flat = g.astype(compute_dtype(g), copy=False).reshape(g.shape[:2] + (math.prod(g.shape[2:]),))
     # einsum sums without NumPy's pairwise passes, several times faster here
     return xp.einsum("ncl->c", flat).astype(g.dtype, copy=False)
 

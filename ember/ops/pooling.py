@@ -23,7 +23,7 @@ from .. import dtypes as dt
 from ..autograd import grad_mode
 from ..errors import EmberError, EmberTypeError, ShapeError
 from ..tensor import Tensor
-from .conv import check_input_rank, ntuple
+from .conv import check_input_rank, compute_dtype, ntuple
 from .registry import AbstractValue, apply, register
 from .shape import squeeze, unsqueeze
 
@@ -32,10 +32,6 @@ __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d",
            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "interpolate"]
 
 _F32 = np.dtype(np.float32)
-
-
-def _compute_dtype(a):
-    return _F32 if a.dtype.itemsize == 2 and a.dtype.kind in "fV" else a.dtype
 
 
 def _lowest(dtype):
@@ -436,7 +432,7 @@ def _divide(xp, total, div):
 def _avg_pool_forward(xp, x, kernel, stride, padding, out_size, count_include_pad,
                       divisor_override):
     plans = _avg_plans(x.shape[2:], kernel, stride, padding, out_size)
-    work = _compute_dtype(x)
+    work = compute_dtype(x)
     total = _window_sum(xp, x.astype(work, copy=False), plans)
     div = _divisor(xp, plans, count_include_pad, divisor_override,
                    np.dtype(np.int64) if work.kind in "iu" else work)
@@ -446,7 +442,7 @@ def _avg_pool_forward(xp, x, kernel, stride, padding, out_size, count_include_pa
 def _avg_pool_backward_forward(xp, g, size, kernel, stride, padding, out_size,
                                count_include_pad, divisor_override):
     plans = _avg_plans(size, kernel, stride, padding, out_size)
-    work = _compute_dtype(g)
+    work = compute_dtype(g)
     div = _divisor(xp, plans, count_include_pad, divisor_override, work)
     spread = _window_sum_adjoint(xp, g.astype(work, copy=False) / div, plans)
     return spread.astype(g.dtype, copy=False)
