@@ -269,10 +269,16 @@ def run_backward(roots, grad_roots, retain_graph: bool, create_graph: bool,
 
     with grad_mode.set_grad_enabled(create_graph):
         shared = {id(g) for g in grad_roots}  # grads a leaf must copy before keeping
+        # (id(target), index) -> the gradient buffer the engine made and may still add
+        # into (the gradients of an input's basic-index views, without create_graph)
+        owned = None if create_graph else {}
         for item in order:
             slot = buffers.pop(id(item), None)
             if slot is None or (reach is not None and id(item) not in reach):
                 continue
+            if owned:
+                for index in slot:
+                    owned.pop((id(item), index), None)
             if not isinstance(item, Node):
                 grad = _run_hooks(item._hooks, slot[0])
                 if item._hooks:
@@ -289,6 +295,9 @@ def run_backward(roots, grad_roots, retain_graph: bool, create_graph: bool,
                     captured[i] = slot.get(index)
                 if not any(e is not None and id(e[0]) in reach for e in item.edges):
                     continue
+            if owned is not None and getattr(item.op, "grad_index", None) is not None \
+                    and _add_at_index(buffers, owned, item, slot[0]):
+                continue
             grads_in = _call_vjp(item, slot)
             for e, g in zip(item.edges, grads_in):
                 if e is not None and g is not None:
@@ -308,6 +317,28 @@ def run_backward(roots, grad_roots, retain_graph: bool, create_graph: bool,
                              "Set allow_unused=True if this is the desired behavior.")
         result.append(g)
     return tuple(result)
+
+
+def _add_at_index(buffers, owned, node, grad) -> bool:
+    """Add ``grad`` into the gradient buffer of the node's input at the op's
+    ``grad_index`` (what its VJP followed by the engine's sum would give, without the
+    zero-filled full-size gradient). False (nothing done) where the node has no edge."""
+    edge = node.edges[0]
+    meta = node.inputs[0]
+    if edge is None or grad._dtype is not meta.dtype:
+        return edge is None
+    key = (id(edge[0]), edge[1])
+    slot = buffers.get(key[0])
+    if slot is None:
+        slot = buffers[key[0]] = {}
+    buf = slot.get(edge[1])
+    if buf is None or owned.get(key) is not buf:
+        data = grad._data
+        xp = grad._device.backend.xp
+        array = xp.zeros(meta._shape, data.dtype) if buf is None else buf._data.copy()
+        buf = slot[edge[1]] = owned[key] = type(grad)._make(array, grad._device)
+    buf._data[node.op.grad_index(node)] += grad._data
+    return True
 
 
 def _reaching(order, wanted):

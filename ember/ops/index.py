@@ -105,7 +105,7 @@ def _index_backward_forward(xp, g, shape, index, accumulate):
 
 
 _INDEX_VIEW = register("index_view", _index_view_forward, _index_vjp, is_view=True,
-                       saves_inputs=False)
+                       saves_inputs=False, grad_index=lambda n: n.params["index"])
 _INDEX = register("index", _index_forward, _index_vjp, saves_inputs=False)
 _INDEX_BACKWARD = register("index_backward", _index_backward_forward,
                            lambda n, g: apply(_INDEX, g, index=n.params["index"]),

@@ -47,7 +47,11 @@ def _linear_forward(xp, x, w, *bias):
     if a.ndim > 2:
         out = out.reshape(a.shape[:-1] + (w.shape[0],))
     if bias:
-        out = out + _upcast(bias[0])
+        b = _upcast(bias[0])
+        if b.ndim <= 1 and b.dtype == out.dtype:
+            out += b  # out is the matmul's fresh result
+        else:
+            out = out + b
     return out.astype(x.dtype, copy=False)
 
 
@@ -312,7 +316,12 @@ def _embedding_backward_forward(xp, g, idx, num, padding_idx, scale_grad_by_freq
     if factor is not None:
         rows = rows * factor.reshape(-1, 1)
     out = xp.zeros((num, d), dtype=rows.dtype)
-    xp.add.at(out, idx.reshape(-1), rows)
+    flat = idx.reshape(-1)
+    if flat.size:  # rows grouped by index, each group summed by one reduceat
+        order = xp.argsort(flat, kind="stable")
+        ordered = flat[order]
+        starts = xp.flatnonzero(xp.concatenate(([True], ordered[1:] != ordered[:-1])))
+        out[ordered[starts]] = xp.add.reduceat(rows[order], starts, axis=0)
     return out.astype(g.dtype, copy=False)
 
 

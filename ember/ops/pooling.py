@@ -14,6 +14,7 @@ applied as a matmul by a small (output, input) matrix; nearest interpolation is 
 """
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 
@@ -168,8 +169,44 @@ def _regular_plans(shape, kernel, stride, dilation, padding, out_size):
             zip(shape, kernel, stride, dilation, padding, out_size)]
 
 
+def _unpadded_window_max(xp, x, plans):
+    """``_window_max`` with indices for windows inside the input (no padding), taking
+    every tap of the window box in turn, so nothing is carried between axes; None where
+    a NaN won (the separable path handles NaN's ordering)."""
+    taps = list(itertools.product(*(range(p.kernel) for p in plans)))
+    tap_dtype = np.uint8 if len(taps) < 256 else np.uint32
+
+    def tap(offsets):
+        return x[(Ellipsis,) + tuple(slice(o * p.dilation, o * p.dilation
+                                           + p.stride * (p.out - 1) + 1, p.stride)
+                                     for o, p in zip(offsets, plans))]
+    best = tap(taps[0]).copy()
+    choice = xp.zeros(best.shape, dtype=tap_dtype)
+    for k, offsets in enumerate(taps[1:], 1):
+        cand = xp.ascontiguousarray(tap(offsets))
+        # the last tap to beat the running max is the first maximum (copyto with where
+        # is slow for small integers)
+        xp.maximum(choice, (cand > best).astype(tap_dtype) * tap_dtype(k), out=choice)
+        xp.maximum(best, cand, out=best)
+    if best.dtype.kind in "fV" and xp.isnan(best).any():
+        return None
+    # flat plane index = window origin + the chosen tap's offset
+    plane_strides = [math.prod(p.size for p in plans[d + 1:]) for d in range(len(plans))]
+    offset = np.array([sum(o * p.dilation * st for o, p, st in zip(offsets, plans,
+                                                                    plane_strides))
+                       for offsets in taps], dtype=np.int64)
+    index = xp.take(xp.asarray(offset), choice)
+    for d, (p, st) in enumerate(zip(plans, plane_strides)):
+        index += _along(xp.arange(p.out, dtype=np.int64) * (p.stride * st), d + 2, index.ndim)
+    return best, index
+
+
 def _max_pool_forward(xp, x, kernel, stride, dilation, padding, out_size, overlaps):
     plans = _regular_plans(x.shape[2:], kernel, stride, dilation, padding, out_size)
+    if not any(p.pad or p.hi for p in plans):
+        result = _unpadded_window_max(xp, x, plans)
+        if result is not None:
+            return result
     return _window_max(xp, x, plans, True)
 
 

@@ -40,16 +40,21 @@ class Op:
         broadcasting: inputs broadcast, so gradients are summed back to input shapes.
         is_view: the output shares memory with the first input.
         dynamic_shape: the output shape depends on the values (``nonzero``, ``unique``).
+        grad_index: for an op whose VJP is "zeros of input 0's shape with the gradient
+            written at an index" (basic indexing views), ``grad_index(node)`` gives that
+            index, so a first-order backward adds the gradient straight into one buffer
+            per input instead of materializing a zero-filled gradient per output.
     """
     __slots__ = ("name", "forward", "vjp", "infer", "n_outputs", "saves_inputs",
                  "saves_outputs", "broadcasting", "is_view", "dynamic_shape", "grad_name",
-                 "explain")
+                 "explain", "grad_index")
 
     def __init__(self, name: str, forward: Callable, vjp: Callable | None = None, *,
                  infer: Callable | None = None, n_outputs: int = 1,
                  saves_inputs: bool | tuple = True, saves_outputs: bool = False,
                  broadcasting: bool = False, is_view: bool = False,
-                 dynamic_shape: bool = False, explain: Callable | None = None):
+                 dynamic_shape: bool = False, explain: Callable | None = None,
+                 grad_index: Callable | None = None):
         self.name = name
         self.forward = forward
         self.vjp = vjp
@@ -61,6 +66,7 @@ class Op:
         self.is_view = is_view
         self.dynamic_shape = dynamic_shape
         self.explain = explain
+        self.grad_index = grad_index
         self.grad_name = "".join(p.capitalize() for p in name.split("_")) + "Backward0"
 
     def __repr__(self) -> str:

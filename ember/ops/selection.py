@@ -24,7 +24,7 @@ from ._promote import scalar_tensor
 from .elementwise import where
 from .inplace import inplace
 from .reduce import sum as _sum
-from .registry import apply, register
+from .registry import AbstractValue, apply, register
 from .shape import cat, contiguous, expand, reshape, wrap_dim
 
 __all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "index_select", "index_add",
@@ -539,6 +539,29 @@ _MASKED_SCATTER = register("masked_scatter", _masked_scatter_forward, _masked_sc
                            broadcasting=True, saves_inputs=(1,))
 
 
+def _masked_fill_forward(xp, a, mask, value):
+    out = xp.array(xp.broadcast_to(a, xp.broadcast_shapes(a.shape, mask.shape)))
+    xp.copyto(out, value, where=mask)
+    return out
+
+
+def _masked_fill_vjp(n, g):
+    mask = n.saved_inputs()[1]
+    ga = gv = None
+    if n.edges[0] is not None:
+        ga = apply(_MASKED_FILL, g, mask, scalar_tensor(0, g.dtype, g.device))
+    if n.edges[2] is not None:
+        gv = _sum(where(mask, g, 0.0))
+    return ga, None, gv
+
+
+_MASKED_FILL = register(
+    "masked_fill", _masked_fill_forward, _masked_fill_vjp, broadcasting=True,
+    saves_inputs=(1,),
+    infer=lambda a, mask, value: AbstractValue(np.broadcast_shapes(a.shape, mask.shape),
+                                               a.dtype))
+
+
 def masked_fill(input, mask, value):
     """``input`` with ``value`` (a number or 0-d tensor) where the bool ``mask`` is True;
     ``mask`` broadcasts with ``input``. The result has input's dtype.
@@ -547,7 +570,7 @@ def masked_fill(input, mask, value):
     tensor([2., 0., 2.])
     """
     _check_mask("masked_fill", mask)
-    return where(mask, _fill_value("masked_fill", value, input), input)
+    return apply(_MASKED_FILL, input, mask, _fill_value("masked_fill", value, input))
 
 
 def masked_select(input, mask):
