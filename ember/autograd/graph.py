@@ -322,7 +322,8 @@ def run_backward(roots, grad_roots, retain_graph: bool, create_graph: bool,
 def _add_at_index(buffers, owned, node, grad) -> bool:
     """Add ``grad`` into the gradient buffer of the node's input at the op's
     ``grad_index`` (what its VJP followed by the engine's sum would give, without the
-    zero-filled full-size gradient). False (nothing done) where the node has no edge."""
+    zero-filled full-size gradient). False (nothing done: the caller runs the VJP) where
+    the gradient's dtype differs from the input's."""
     edge = node.edges[0]
     meta = node.inputs[0]
     if edge is None or grad._dtype is not meta.dtype:
@@ -332,12 +333,17 @@ def _add_at_index(buffers, owned, node, grad) -> bool:
     if slot is None:
         slot = buffers[key[0]] = {}
     buf = slot.get(edge[1])
-    if buf is None or owned.get(key) is not buf:
-        data = grad._data
-        xp = grad._device.backend.xp
-        array = xp.zeros(meta._shape, data.dtype) if buf is None else buf._data.copy()
-        buf = slot[edge[1]] = owned[key] = type(grad)._make(array, grad._device)
-    buf._data[node.op.grad_index(node)] += grad._data
+    index = node.op.grad_index(node)
+    if buf is not None and owned.get(key) is buf:
+        buf._data[index] += grad._data
+        return True
+    if buf is None:
+        array = grad._device.backend.xp.zeros(meta._shape, grad._data.dtype)
+        array[index] = grad._data
+    else:
+        array = buf._data.copy()
+        array[index] += grad._data
+    slot[edge[1]] = owned[key] = type(grad)._make(array, grad._device)
     return True
 
 

@@ -610,8 +610,9 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 # Public functions --------------------------------------------------------------------
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
-    """Gaussian error linear unit: x * Phi(x), exactly (``approximate='none'``, via erf)
-    or with the tanh approximation (``approximate='tanh'``).
+    """Gaussian error linear unit: x * Phi(x) with the normal CDF Phi
+    (``approximate='none'``; to 1e-7 in float32) or with the tanh approximation
+    (``approximate='tanh'``).
 
     >>> F.gelu(ember.tensor([-1.0, 0.0, 1.0]))
     tensor([-0.1587,  0.0000,  0.8413])

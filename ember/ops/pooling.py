@@ -2,11 +2,13 @@
 
 Pooling windows are boxes, so a window's max or sum is taken one spatial axis at a
 time (separably): along each axis the ``k`` taps are strided views of the input, and a
-few whole-array NumPy operations per tap replace any loop over pixels. Max pooling
-keeps, per output, the flat index of its winner in the input plane (PyTorch's
-``return_indices``); its gradient scatters through those indices and the gradient of
-that scatter gathers through them. Average pooling's gradient spreads evenly over each
-window, the adjoint of the window sum, whose gradient is the window sum again.
+few whole-array NumPy operations per tap replace any loop over pixels (max pooling
+without padding instead visits each tap of the box once, which carries no winner between
+axes and is faster for small kernels). Max pooling keeps, per output, the flat index of
+its winner in the input plane (PyTorch's ``return_indices``); its gradient scatters
+through those indices and the gradient of that scatter gathers through them. Average
+pooling's gradient spreads evenly over each window, the adjoint of the window sum, whose
+gradient is the window sum again.
 
 Adaptive average pooling and linear interpolation are linear maps along each axis,
 applied as a matmul by a small (output, input) matrix; nearest interpolation is an
