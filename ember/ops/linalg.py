@@ -54,8 +54,22 @@ def _matmul_forward(xp, a, b):
         # One large GEMM instead of one per batch entry (x @ W in a Linear layer).
         out = xp.matmul(a.reshape(-1, a.shape[-1]), b).reshape(a.shape[:-1] + b.shape[1:])
     else:
+        if a.ndim > 2 or b.ndim > 2:
+            # NumPy's batched matmul only calls BLAS for operands whose matrices are
+            # contiguous (q @ k.transpose(-2, -1) is not): a copy first is cheaper.
+            a, b = _blas_ready(xp, a), _blas_ready(xp, b)
         out = xp.matmul(a, b)
     return out.astype(dtype) if half else out
+
+
+def _blas_ready(xp, a):
+    if a.ndim < 2:
+        return a
+    item = a.itemsize
+    rows, cols = a.strides[-2:]
+    if cols == item and rows == a.shape[-1] * item:
+        return a
+    return xp.ascontiguousarray(a)
 
 
 def _matmul_shape(sa: tuple, sb: tuple):
