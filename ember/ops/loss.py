@@ -19,7 +19,8 @@ from ..autograd import grad_mode
 from ..errors import EmberError, EmberIndexError, EmberTypeError, EmberValueError, ShapeError
 from ..tensor import Tensor
 from . import elementwise as ew
-from .activation import _pointwise, _upcast, log_softmax, logsigmoid, softmax
+from .activation import log_softmax, logsigmoid, softmax
+from .activation_kernels import _pointwise, _upcast
 from .elementwise_composite import clamp_min
 from .reduce import mean as _mean, sum as _sum
 from .registry import AbstractValue, apply, register

@@ -1,0 +1,469 @@
+"""The pointwise activation kernels: one table row each (forward and first derivative
+on the backend's ``xp``, second derivative in ember ops), fused into two primitives per
+activation (``gelu`` and ``gelu_backward``) by :func:`_pointwise`. The public functions
+are in ``activation.py``.
+
+Half-precision inputs compute in float32 and round once, as PyTorch's CPU kernels do.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import dtypes as dt
+from ..errors import EmberTypeError
+from ..tensor import Tensor
+from . import elementwise as ew
+from .elementwise import _sigmoid_forward as _sigmoid, erf_kernel
+from .inplace import inplace
+from .registry import AbstractValue, apply, register
+
+
+# Shared machinery --------------------------------------------------------------------
+def _is_half(a) -> bool:
+    return a.dtype.itemsize == 2 and a.dtype.kind in "fV"
+
+
+def _upcast(a):
+    return a.astype(np.float32) if _is_half(a) else a
+
+
+def _same_infer(a, *rest, **params):
+    return AbstractValue(a.shape, a.dtype)
+
+
+def _pointwise(name, f, df, d2f, aux=False):
+    """Register ``name`` (y = f(x)) and ``name_backward`` (g * f'(x)).
+
+    ``f(xp, x, **params)`` and ``df(xp, x, **params)`` work on arrays (float32 for half
+    inputs); ``d2f(x, **params)`` gives f''(x) as an ember tensor, or None where f is
+    piecewise linear (no second-order term). With ``aux``, f returns (y, aux) and the
+    derivative gets ``df(xp, x, aux, **params)``: a value the forward computed anyway
+    (kept as a hidden second output, never exposed, so never modified in place).
+    """
+    def forward(xp, a, **params):
+        dtypes = (a.dtype, _accumulate(a.dtype)) if aux else (a.dtype,)
+        out = _by_chunks(xp, lambda x: f(xp, x, **params), (a,), dtypes)
+        return out if aux else out[0]
+
+    def backward_forward(xp, g, a, *kept, **params):
+        def kernel(g, x, *kept):
+            d = df(xp, x, *kept, **params)
+            d *= g
+            return d
+        return _by_chunks(xp, kernel, (g, a) + kept, (g.dtype,))[0]
+
+    def vjp(n, grads):
+        kept = (n.output(1),) if aux else ()
+        g = grads[0] if aux else grads
+        return apply(backward_op, g, n.saved_inputs()[0], *kept, **n.params)
+
+    def backward_vjp(n, gg):
+        g, x, *kept = n.saved_inputs()
+        dg = apply(backward_op, gg, x, *kept, **n.params) if n.edges[0] else None
+        dx = None
+        if n.edges[1]:
+            second = d2f(x, **n.params)
+            dx = None if second is None else gg * g * second
+        return (dg, dx) + (None,) * len(kept)
+
+    infer = _aux_infer if aux else _same_infer
+    op = register(name, forward, vjp, infer=infer, n_outputs=2 if aux else 1,
+                  saves_outputs=aux)
+    backward_op = register(name + "_backward", backward_forward, backward_vjp,
+                           infer=_same_infer)
+    return op
+
+
+def _aux_infer(a, **params):
+    acc = dt.float32 if a.dtype.itemsize == 2 else a.dtype
+    return AbstractValue(a.shape, a.dtype), AbstractValue(a.shape, acc)
+
+
+def _accumulate(dtype):
+    return np.dtype(np.float32) if dtype.itemsize == 2 and dtype.kind in "fV" else dtype
+
+
+_CHUNK = 32768  # elements per piece: a kernel's few temporaries stay in the L2 cache
+
+
+def _by_chunks(xp, kernel, arrays, dtypes):
+    """``kernel`` (same-shape arrays -> array or tuple of arrays) applied to ``arrays``
+    (upcast from half precision), in cache-sized pieces of the flattened arrays; returns
+    the results cast to ``dtypes``, in the arrays' shape. Kernels chain many NumPy
+    passes, which run several times faster on pieces that stay in the cache."""
+    shape = arrays[0].shape
+    flat = [_upcast(xp.ascontiguousarray(a)).reshape(-1) for a in arrays]  # 0-d as (1,)
+    size = flat[0].size
+    if size <= 2 * _CHUNK:
+        results = kernel(*flat)
+        results = results if isinstance(results, tuple) else (results,)
+        return tuple(r.astype(d, copy=False).reshape(shape) for r, d in zip(results, dtypes))
+    outs = [xp.empty(size, dtype=d) for d in dtypes]
+    for start in range(0, size, _CHUNK):
+        piece = kernel(*(a[start:start + _CHUNK] for a in flat))
+        for out, part in zip(outs, piece if isinstance(piece, tuple) else (piece,)):
+            out[start:start + _CHUNK] = part
+    return tuple(out.reshape(shape) for out in outs)
+
+
+def _float_input(name: str, input, int_ok: bool = False):
+    if not isinstance(input, Tensor):
+        raise EmberTypeError(f"{name}(): argument 'input' must be a Tensor, not "
+                             f"{type(input).__name__}")
+    if input.dtype.is_floating_point or (int_ok and input.dtype is not dt.bool):
+        return input
+    raise EmberTypeError(f"{name}: not implemented for dtype {input.dtype.name} (expected a "
+                         "floating-point tensor)")
+
+
+def _activate(op, name, input, inplace_: bool = False, int_ok: bool = False, **params):
+    x = _float_input(name, input, int_ok)
+
+    def run(t):
+        out = apply(op, t, **params)
+        return out[0] if op.n_outputs == 2 else out
+    return inplace(name + "_", x, run) if inplace_ else run(x)
+
+
+# The kernels below work in place on fresh buffers and avoid ``where`` with data-dependent
+# masks: each NumPy pass costs about as much as an op's whole kernel in PyTorch.
+def _softplus(xp, z):
+    # max(z, 0) + log1p(exp(-|z|)): log(1 + exp(z)) without overflow
+    e = xp.abs(z)
+    xp.negative(e, out=e)
+    xp.exp(e, out=e)
+    xp.log1p(e, out=e)
+    e += xp.maximum(z, 0)
+    return e
+
+
+def _erf(xp, x):
+    """erf(x) (exact in float64, else ember.erf's float32 approximation)."""
+    return erf_kernel(xp, x)
+
+
+# Pointwise activations: forward, f', f'' ---------------------------------------------
+_SQRT_HALF = 1.0 / math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_TANH_K = math.sqrt(2.0 / math.pi)  # the tanh approximation's constants
+_TANH_C = 0.044715
+
+
+def _gelu_f(xp, x, approximate):
+    """(gelu(x), aux): aux is Phi(x) (exact) or the tanh term (approximate), which the
+    derivative reuses."""
+    if approximate == "tanh":
+        t = x * x
+        t *= _TANH_C * _TANH_K
+        t += _TANH_K
+        t *= x
+        xp.tanh(t, out=t)
+        y = t + 1
+        y *= x
+        y *= 0.5
+        return y, t
+    t = _phi(xp, x)
+    return t * x, t
+
+
+# Phi(x) = (1 + tanh(y)) / 2 with y = atanh(erf(x / sqrt 2)) = x R(x^2): R is smooth and
+# grows without bound, so a degree-6 polynomial (a weighted least-squares fit, leading
+# coefficient positive) gives Phi within 1e-7 in float32 everywhere, with no clipping.
+_PHI_R = tuple(np.float32(c) for c in (
+    1.7564210953742974e-09, -1.3227100488650476e-07, 3.9648270531567506e-06,
+    -5.5306580794316085e-05, -3.259418739273727e-05, 0.03633308396756028,
+    0.7978849415758974))
+
+
+def _phi(xp, x):
+    """The standard normal CDF (exact in float64, else within 1e-7)."""
+    if x.dtype == np.float64:
+        t = _erf(xp, x * _SQRT_HALF)
+        t += 1
+        t *= 0.5
+        return t
+    with np.errstate(over="ignore"):  # huge |x|: y overflows to +-inf, tanh gives +-1
+        u2 = x * x
+        y = u2 * _PHI_R[0]
+        for c in _PHI_R[1:-1]:
+            y += c
+            y *= u2
+        y += _PHI_R[-1]
+        y *= x
+    xp.tanh(y, out=y)
+    y *= np.float32(0.5)
+    y += np.float32(0.5)
+    return y
+
+
+def _gelu_df(xp, x, aux, approximate):
+    if approximate == "tanh":
+        # 0.5 * (1 + t) + 0.5 * x * (1 - t^2) * k * (1 + 3 c x^2)
+        d = x * x
+        d *= 3 * _TANH_C * _TANH_K
+        d += _TANH_K
+        d *= x
+        d *= 1 - aux * aux
+        d += aux
+        d += 1
+        d *= 0.5
+        return d
+    d = x * x  # Phi(x) + x * phi(x)
+    d *= -0.5
+    xp.exp(d, out=d)
+    d *= _INV_SQRT_2PI
+    d *= x
+    d += aux
+    return d
+
+
+def _gelu_d2f(x, approximate):
+    if approximate == "tanh":
+        t = ew.tanh(_TANH_K * (x + _TANH_C * x * x * x))
+        du = _TANH_K * (1 + 3 * _TANH_C * x * x)
+        d2u = 6 * _TANH_K * _TANH_C * x
+        return (1 - t * t) * (du + 0.5 * x * (d2u - 2 * t * du * du))
+    return _INV_SQRT_2PI * ew.exp(-0.5 * x * x) * (2 - x * x)
+
+
+def _silu_f(xp, x):
+    s = _sigmoid(xp, x)
+    s *= x
+    return s
+
+
+def _silu_df(xp, x):
+    s = _sigmoid(xp, x)
+    d = 1 - s  # s * (1 + x * (1 - s))
+    d *= x
+    d += 1
+    d *= s
+    return d
+
+
+def _silu_d2f(x):
+    s = ew.sigmoid(x)
+    return s * (1 - s) * (2 + x * (1 - 2 * s))
+
+
+def _mish_f(xp, x):
+    t = _softplus(xp, x)
+    xp.tanh(t, out=t)
+    t *= x
+    return t
+
+
+def _mish_df(xp, x):
+    t = _softplus(xp, x)
+    xp.tanh(t, out=t)
+    d = t * t  # t + x * sigmoid(x) * (1 - t^2)
+    xp.subtract(1, d, out=d)
+    d *= _sigmoid(xp, x)
+    d *= x
+    d += t
+    return d
+
+
+def _mish_d2f(x):
+    t = ew.tanh(ew.relu(x) + ew.log1p(ew.exp(-ew.abs(x))))
+    s = ew.sigmoid(x)
+    sech2 = 1 - t * t
+    return s * sech2 * (2 + x * (1 - s - 2 * t * s))
+
+
+def _softplus_f(xp, x, beta, threshold):
+    bx = x * beta
+    return xp.where(bx > threshold, x, _softplus(xp, bx) / beta)
+
+
+def _softplus_df(xp, x, beta, threshold):
+    bx = x * beta
+    return xp.where(bx > threshold, 1, _sigmoid(xp, bx)).astype(x.dtype, copy=False)
+
+
+def _softplus_d2f(x, beta, threshold):
+    s = ew.sigmoid(x * beta)
+    return ew.where(x * beta > threshold, 0.0, beta * s * (1 - s))
+
+
+def _elu_f(xp, x, alpha, scale, input_scale):
+    # max(x, 0) + alpha * expm1(min(x, 0) * input_scale), all times scale
+    neg = xp.minimum(x, 0)
+    neg *= input_scale
+    xp.expm1(neg, out=neg)
+    neg *= alpha
+    neg += xp.maximum(x, 0)
+    if scale != 1:
+        neg *= scale
+    return neg
+
+
+def _elu_df(xp, x, alpha, scale, input_scale):
+    neg = xp.minimum(x, 0)
+    neg *= input_scale
+    xp.exp(neg, out=neg)
+    neg *= x <= 0
+    neg *= alpha * input_scale
+    neg += x > 0
+    if scale != 1:
+        neg *= scale
+    return neg
+
+
+def _elu_d2f(x, alpha, scale, input_scale):
+    neg = (scale * alpha * input_scale * input_scale) * ew.exp(ew.minimum(x, 0.0) * input_scale)
+    return neg * (x <= 0)
+
+
+def _leaky_f(xp, x, negative_slope):
+    out = xp.minimum(x, 0)
+    out *= negative_slope
+    out += xp.maximum(x, 0)
+    return out
+
+
+def _leaky_df(xp, x, negative_slope):
+    d = (x <= 0).astype(x.dtype)
+    d *= negative_slope
+    d += x > 0
+    return d
+
+
+def _hardtanh_f(xp, x, min_val, max_val):
+    return xp.clip(x, min_val, max_val).astype(x.dtype, copy=False)
+
+
+def _hardtanh_df(xp, x, min_val, max_val):
+    return ((x > min_val) & (x < max_val)).astype(x.dtype)
+
+
+def _hardsigmoid_f(xp, x):
+    out = x + 3
+    xp.clip(out, 0, 6, out=out)
+    out /= 6
+    return out
+
+
+def _hardsigmoid_df(xp, x):
+    d = ((x > -3) & (x < 3)).astype(x.dtype)
+    d /= 6
+    return d
+
+
+def _hardswish_f(xp, x):
+    out = _hardsigmoid_f(xp, x)
+    out *= x
+    return out
+
+
+def _hardswish_df(xp, x):
+    # 0 below -3, x / 3 + 0.5 on [-3, 3], 1 above 3
+    d = x / 3
+    d += 0.5
+    d *= (x >= -3) & (x <= 3)
+    d += x > 3
+    return d
+
+
+def _hardswish_d2f(x):
+    return ((x > -3) & (x < 3)).to(x.dtype) * (1.0 / 3.0)
+
+
+def _softsign_f(xp, x):
+    d = xp.abs(x)
+    d += 1
+    return xp.divide(x, d, out=d)
+
+
+def _softsign_df(xp, x):
+    d = xp.abs(x)
+    d += 1
+    d *= d
+    return xp.reciprocal(d, out=d)
+
+
+def _softsign_d2f(x):
+    d = 1 + ew.abs(x)
+    return -2 * ew.sign(x) / (d * d * d)
+
+
+def _tanhshrink_f(xp, x):
+    t = xp.tanh(x)
+    return xp.subtract(x, t, out=t)
+
+
+def _tanhshrink_df(xp, x):
+    t = xp.tanh(x)
+    t *= t
+    return t
+
+
+def _tanhshrink_d2f(x):
+    t = ew.tanh(x)
+    return 2 * t * (1 - t * t)
+
+
+def _outside(xp, x, lambd):
+    return (x < -lambd) | (x > lambd)
+
+
+def _hardshrink_f(xp, x, lambd):
+    out = x * _outside(xp, x, lambd)
+    out += 0.0  # -0.0 (a negative x times False) becomes 0.0
+    return out
+
+
+def _softshrink_f(xp, x, lambd):
+    out = xp.maximum(x - lambd, 0)  # max(x - lambd, 0) + min(x + lambd, 0)
+    out += xp.minimum(x + lambd, 0)
+    return out
+
+
+def _shrink_df(xp, x, lambd):
+    return _outside(xp, x, lambd).astype(x.dtype)
+
+
+def _threshold_f(xp, x, threshold, value):
+    return xp.where(x > threshold, x, xp.asarray(value).astype(x.dtype))
+
+
+def _threshold_df(xp, x, threshold, value):
+    return (x > threshold).astype(x.dtype)
+
+
+def _logsigmoid_f(xp, x):
+    out = _softplus(xp, -x)  # log(sigmoid(x)) = -softplus(-x)
+    return xp.negative(out, out=out)
+
+
+def _logsigmoid_d2f(x):
+    s = ew.sigmoid(x)
+    return -s * (1 - s)
+
+
+def _linear_piece(x, **params):
+    return None
+
+_GELU = _pointwise("gelu", _gelu_f, _gelu_df, _gelu_d2f, aux=True)
+_SILU = _pointwise("silu", _silu_f, _silu_df, _silu_d2f)
+_MISH = _pointwise("mish", _mish_f, _mish_df, _mish_d2f)
+_SOFTPLUS = _pointwise("softplus", _softplus_f, _softplus_df, _softplus_d2f)
+_ELU = _pointwise("elu", _elu_f, _elu_df, _elu_d2f)
+_LEAKY_RELU = _pointwise("leaky_relu", _leaky_f, _leaky_df, _linear_piece)
+_HARDTANH = _pointwise("hardtanh", _hardtanh_f, _hardtanh_df, _linear_piece)
+_HARDSIGMOID = _pointwise("hardsigmoid", _hardsigmoid_f, _hardsigmoid_df, _linear_piece)
+_HARDSWISH = _pointwise("hardswish", _hardswish_f, _hardswish_df, _hardswish_d2f)
+_SOFTSIGN = _pointwise("softsign", _softsign_f, _softsign_df, _softsign_d2f)
+_TANHSHRINK = _pointwise("tanhshrink", _tanhshrink_f, _tanhshrink_df, _tanhshrink_d2f)
+_HARDSHRINK = _pointwise("hardshrink", _hardshrink_f, _shrink_df, _linear_piece)
+_SOFTSHRINK = _pointwise("softshrink", _softshrink_f, _shrink_df, _linear_piece)
+_THRESHOLD = _pointwise("threshold", _threshold_f, _threshold_df, _linear_piece)
+_LOGSIGMOID = _pointwise("log_sigmoid", _logsigmoid_f, lambda xp, x: _sigmoid(xp, -x),
+                         _logsigmoid_d2f)
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
