@@ -268,7 +268,10 @@ def run_backward(roots, grad_roots, retain_graph: bool, create_graph: bool,
         reach = _reaching(order, wanted)
 
     with grad_mode.set_grad_enabled(create_graph):
-        shared = {id(g) for g in grad_roots}  # grads a leaf must copy before keeping
+        # How many consumers each gradient object was handed to: a leaf keeps a
+        # gradient without copying only when it is its sole holder (the caller holds the
+        # root gradients; a hook may keep what it saw).
+        handed = {id(g): 2 for g in grad_roots}
         # (id(target), index) -> the gradient buffer the engine made and may still add
         # into (the gradients of an input's basic-index views, without create_graph)
         owned = None if create_graph else {}
@@ -282,9 +285,9 @@ def run_backward(roots, grad_roots, retain_graph: bool, create_graph: bool,
             if not isinstance(item, Node):
                 grad = _run_hooks(item._hooks, slot[0])
                 if item._hooks:
-                    shared.add(id(grad))  # a hook may have kept it
+                    handed[id(grad)] = 2
                 if wanted is None:
-                    _accumulate_leaf(item, grad, shared, create_graph)
+                    _accumulate_leaf(item, grad, handed.get(id(grad), 0) > 1, create_graph)
                 else:
                     for _, i in wanted[id(item)]:
                         captured[i] = grad
@@ -301,7 +304,7 @@ def run_backward(roots, grad_roots, retain_graph: bool, create_graph: bool,
             grads_in = _call_vjp(item, slot)
             for e, g in zip(item.edges, grads_in):
                 if e is not None and g is not None:
-                    shared.add(id(g))
+                    handed[id(g)] = handed.get(id(g), 0) + 1
                     _accumulate(buffers, id(e[0]), e[1], g)
             if not retain_graph:
                 item.release()
@@ -389,12 +392,16 @@ def accumulate_grad(t, grad, create_graph: bool = False) -> None:
             t.grad.add_(grad)
 
 
-def _accumulate_leaf(t, grad, shared, create_graph):
+def _accumulate_leaf(t, grad, shared: bool, create_graph):
+    """Store or add ``grad`` into ``t.grad``; ``shared`` says someone else holds it too.
+    A stored gradient must be the leaf's own array, since later backwards add into it
+    in place: views and shared or read-only arrays are copied first."""
     if not create_graph:
         grad = grad.detach()
     if t.grad is None:
         data = grad._data
-        if id(grad) in shared or not data.flags.writeable or not data.flags.c_contiguous:
+        if shared or data.base is not None or not data.flags.writeable \
+                or not data.flags.c_contiguous:
             grad = grad.clone() if create_graph else type(grad)._make(data.copy(), grad._device)
     accumulate_grad(t, grad, create_graph)
 

@@ -48,3 +48,17 @@ def test_leaf_hooks_and_retain_grad_see_the_summed_gradient():
     np.testing.assert_array_equal(x.grad.numpy(), expected)
     np.testing.assert_array_equal(seen[0].numpy(), expected)
     np.testing.assert_array_equal(a.grad.numpy(), [[2.0], [2.0]])
+
+
+def test_leaf_gradients_never_alias_each_other_or_the_callers_gradient():
+    """.grad accumulates in place on later backwards, so each leaf must own its array:
+    add's VJP hands the same gradient to both inputs, and the root gradient is the
+    caller's tensor."""
+    a = ember.ones(3, requires_grad=True)
+    b = ember.ones(3, requires_grad=True)
+    upstream = ember.tensor([1.0, 2.0, 3.0])
+    (a + b).backward(upstream)
+    (a * 2).sum().backward()
+    assert a.grad.tolist() == [3.0, 4.0, 5.0]
+    assert b.grad.tolist() == [1.0, 2.0, 3.0]
+    assert upstream.tolist() == [1.0, 2.0, 3.0]
