@@ -43,6 +43,7 @@ __version__ = "0.1.0"
 
 from . import func  # noqa: E402  (ember.func uses the names above)
 from . import data, nn, optim, utils  # noqa: E402
+from .compiler import jit  # noqa: E402
 
 # The functional ops PyTorch also has at the top level (``torch.softmax``, ...).
 _TOP_LEVEL_NN = ("softmax", "log_softmax", "layer_norm", "group_norm", "batch_norm",

@@ -41,7 +41,7 @@ class Tensor:
     @classmethod
     def _make(cls, data, device=CPU, requires_grad: bool = False) -> "Tensor":
         """Wrap a backend array (no copy)."""
-        if data.__class__ is not _ndarray:
+        if data.__class__ is not _ndarray and not getattr(data, "_ember_tracer", False):
             data = device.backend.asarray(data)
         t = object.__new__(cls)
         t._data = data
@@ -247,6 +247,9 @@ class Tensor:
         base = self._base
         if self._view_version == self._version[0]:
             return
+        if getattr(base._data, "_ember_tracer", False):
+            self._refresh_traced_view()
+            return
         if not base._requires_grad:
             self._view_version = self._version[0]
             return
@@ -254,6 +257,19 @@ class Tensor:
         fresh = replay_view(self, base)
         self._node, self._out_index = fresh._node, fresh._out_index
         self._requires_grad = fresh._requires_grad
+        self._view_version = self._version[0]
+
+    def _refresh_traced_view(self) -> None:
+        """While ``ember.jit`` traces, a view's value is re-derived from its base's
+        current value (the base was rebound, not written, by an in-place op)."""
+        from .ops.inplace import replay_view
+        with grad_mode.set_grad_enabled(grad_mode.is_grad_enabled() and
+                                        self._base._requires_grad):
+            fresh = replay_view(self, self._base)
+        self._data = fresh._data
+        if self._base._requires_grad:
+            self._node, self._out_index = fresh._node, fresh._out_index
+            self._requires_grad = fresh._requires_grad
         self._view_version = self._version[0]
 
     # Conversion ------------------------------------------------------------------------

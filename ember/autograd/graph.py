@@ -274,7 +274,8 @@ def run_backward(roots, grad_roots, retain_graph: bool, create_graph: bool,
         handed = {id(g): 2 for g in grad_roots}
         # (id(target), index) -> the gradient buffer the engine made and may still add
         # into (the gradients of an input's basic-index views, without create_graph)
-        owned = None if create_graph else {}
+        # (while ember.jit traces, gradients are graph values: nothing to add into)
+        owned = None if create_graph or _tracing() else {}
         for item in order:
             slot = buffers.pop(id(item), None)
             if slot is None or (reach is not None and id(item) not in reach):
@@ -400,10 +401,17 @@ def _accumulate_leaf(t, grad, shared: bool, create_graph):
         grad = grad.detach()
     if t.grad is None:
         data = grad._data
-        if shared or data.base is not None or not data.flags.writeable \
+        if getattr(data, "_ember_tracer", False):
+            pass  # a traced value: the compiled graph's outputs are never aliased
+        elif shared or data.base is not None or not data.flags.writeable \
                 or not data.flags.c_contiguous:
             grad = grad.clone() if create_graph else type(grad)._make(data.copy(), grad._device)
     accumulate_grad(t, grad, create_graph)
+
+
+def _tracing() -> bool:
+    from ..ops import registry
+    return registry._trace is not None
 
 
 def _call_vjp(node, slot):

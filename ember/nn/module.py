@@ -359,7 +359,12 @@ class Module:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset every parameter's gradient: to None (default) or to zeros."""
+        from ..ops import registry
+        trace = registry._trace
         for p in self.parameters():
+            if set_to_none and trace is not None:
+                trace.clear_grad(p)  # ember.jit: the clearing happens at every call
+                continue
             if p.grad is None:
                 continue
             if set_to_none:

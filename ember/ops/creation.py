@@ -41,9 +41,12 @@ def _new(name: str, arr, dtype: dt.DType, device, requires_grad: bool):
     """A leaf tensor of ``dtype`` on ``device`` holding the host array ``arr``."""
     _check_grad_dtype(name, dtype, requires_grad)
     dev = _dev(device)
-    if arr.dtype != dtype.np:
-        arr = arr.astype(dtype.np)
-    t = Tensor._make(dev.backend.asarray(arr), dev)
+    if getattr(arr, "_ember_tracer", False):  # a random draw ember.jit is recording
+        t = Tensor._make(arr, dev)
+    else:
+        if arr.dtype != dtype.np:
+            arr = arr.astype(dtype.np)
+        t = Tensor._make(dev.backend.asarray(arr), dev)
     if requires_grad:
         t.requires_grad_(True)
     return t

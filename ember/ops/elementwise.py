@@ -101,20 +101,25 @@ mul, _MUL = _binary("mul", lambda xp, a, b: xp.multiply(a, b), _mul_vjp,
                     doc="input * other, broadcasting.")
 
 
+def _is_one(v) -> bool:
+    """``v == 1`` for a number (a tensor scale, as ember.jit passes, is never skipped)."""
+    return isinstance(v, (int, float)) and v == 1
+
+
 def add(input, other, *, alpha=1):
     """input + alpha * other, broadcasting and promoting dtypes.
 
     >>> ember.add(ember.tensor([1.0, 2.0]), ember.tensor([10.0, 20.0]), alpha=2)
     tensor([21., 42.])
     """
-    if alpha != 1:
+    if not _is_one(alpha):
         other = mul(other, alpha) if hasattr(other, "dtype") else other * alpha
     return _add(input, other)
 
 
 def sub(input, other, *, alpha=1):
     """input - alpha * other, broadcasting and promoting dtypes."""
-    if alpha != 1:
+    if not _is_one(alpha):
         other = mul(other, alpha) if hasattr(other, "dtype") else other * alpha
     return _sub(input, other)
 

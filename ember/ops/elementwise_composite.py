@@ -18,13 +18,13 @@ def addcmul(input, tensor1, tensor2, *, value=1):
     tensor([1.5000, 4.0000])
     """
     product = ew.mul(tensor1, tensor2)
-    return ew.add(input, product if value == 1 else ew.mul(product, value))
+    return ew.add(input, product if ew._is_one(value) else ew.mul(product, value))
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1):
     """input + value * tensor1 / tensor2."""
     quotient = ew.div(tensor1, tensor2)
-    return ew.add(input, quotient if value == 1 else ew.mul(quotient, value))
+    return ew.add(input, quotient if ew._is_one(value) else ew.mul(quotient, value))
 
 
 def clamp_min(input, min):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ..autograd import grad_mode
 from ..errors import EmberError
+from . import registry
 from .registry import apply, register
 
 
@@ -103,14 +104,15 @@ def inplace(name: str, target, compute, others=(), direct=None):
         _check_leaf(name, target)
         recording = target._requires_grad or any(
             getattr(o, "_requires_grad", False) for o in others)
+    tracing = registry._trace is not None
     if not recording:
-        if direct is not None:
+        if direct is not None and not tracing:
             direct(target._data)
         else:
             with grad_mode.no_grad():
                 out = compute(target)
-            _check_result(name, target, out)
-            target._data[...] = out._data
+                _check_result(name, target, out)
+                _write(target, out, tracing)
         target._version[0] += 1
         return target
 
@@ -119,8 +121,9 @@ def inplace(name: str, target, compute, others=(), direct=None):
     _check_result(name, target, out)
     if out._dtype is not target._dtype:
         out = out.to(target._dtype)
-    old._data = old._data.copy()  # the graph may have saved the old value
-    target._data[...] = out._data
+    if not tracing:
+        old._data = old._data.copy()  # the graph may have saved the old value
+    _write(target, out, tracing)
     target._version[0] += 1
     previous = (target._node, target._out_index)
     target._node, target._out_index = out._node, out._out_index
@@ -130,6 +133,24 @@ def inplace(name: str, target, compute, others=(), direct=None):
     if target._base is not None:
         update_view_base(target)
     return target
+
+
+def _write(target, out, tracing: bool) -> None:
+    """Put ``out``'s value in ``target``: into its storage eagerly; while tracing, by
+    making the tensor (and its base, for a view) stand for the new value."""
+    if not tracing:
+        target._data[...] = out._data
+        return
+    if out._dtype is not target._dtype:
+        out = out.to(target._dtype)
+    registry._trace.value_of(target)  # lift a tensor from outside before it is rebound
+    target._data = out._data
+    base = target._base
+    if base is not None:
+        with grad_mode.no_grad():
+            new_base = apply(_VIEW_SCATTER, _alias(base), _alias(target),
+                             chain=_view_chain(target))
+        base._data = new_base._data
 
 
 def _move_retain_hook(previous, target) -> None:

@@ -155,13 +155,18 @@ def _check_p(name, p):
 
 def _keep_mask(x, p, shape):
     """A tensor of ``shape``: 1 / (1 - p) with probability 1 - p, else 0 (x's dtype)."""
-    from .random import default_generator
+    from .random import draw
+    np_dtype = x.dtype.np
     if p == 1:
-        arr = np.zeros(shape, dtype=x.dtype.np)
+        arr = np.zeros(shape, dtype=np_dtype)
     else:
-        keep = default_generator()._rng.random(shape, dtype=np.float32) >= p
-        arr = keep.astype(x.dtype.np) * np.asarray(1.0 / (1.0 - p), dtype=x.dtype.np)
-    return Tensor._make(x._device.backend.asarray(arr), x.device)
+        def make(rng):
+            keep = rng.random(shape, dtype=np.float32) >= p
+            return keep.astype(np_dtype) * np.asarray(1.0 / (1.0 - p), dtype=np_dtype)
+        arr = draw(None, shape, np_dtype, make)
+    if not getattr(arr, "_ember_tracer", False):
+        arr = x._device.backend.asarray(arr)
+    return Tensor._make(arr, x.device)
 
 
 def _masked(x, mask, inplace):

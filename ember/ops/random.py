@@ -9,6 +9,7 @@ from .. import dtypes as dt
 from ..backends import device as _device
 from ..errors import EmberError, EmberTypeError
 from ..tensor import Tensor
+from . import registry
 from .creation import _dtype, _new, _number, _size
 
 __all__ = ["rand", "randn", "randint", "normal", "rand_like", "randn_like", "randint_like",
@@ -105,6 +106,16 @@ def _rng(generator):
     return (generator or default_generator())._rng
 
 
+def draw(generator, shape: tuple, np_dtype, make):
+    """The array ``make(rng)`` (of ``shape`` and ``np_dtype``) for the generator's NumPy
+    ``rng``. While ``ember.jit`` traces, the draw becomes a graph instruction that runs
+    at every call, in program order, so compiled and eager runs draw the same numbers."""
+    trace = registry._trace
+    if trace is None:
+        return make(_rng(generator))
+    return trace.draw(make, lambda: _rng(generator), shape, np_dtype)
+
+
 def _float_dtype(name: str, dtype) -> dt.DType:
     dtype = _dtype(name, dtype)
     if not dtype.is_floating_point:
@@ -127,11 +138,15 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = F
     ember.Size([2, 3])
     """
     dtype = _float_dtype("rand", dtype)
-    arr = _rng(generator).random(_size(size, "rand"), _draw_dtype(dtype))
+    shape = _size(size, "rand")
     bits = _MANTISSA_BITS.get(dtype.name)
-    if bits is not None:  # round down to the grid the narrow type holds, so 1.0 never appears
-        arr = np.floor(arr * 2.0 ** bits) / 2.0 ** bits
-    return _new("rand", arr, dtype, device, requires_grad)
+
+    def make(rng):
+        arr = rng.random(shape, _draw_dtype(dtype))
+        if bits is not None:  # round down to the narrow type's grid: 1.0 never appears
+            arr = np.floor(arr * 2.0 ** bits) / 2.0 ** bits
+        return arr.astype(dtype.np, copy=False)
+    return _new("rand", draw(generator, shape, dtype.np, make), dtype, device, requires_grad)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = False):
@@ -141,7 +156,9 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = 
     ember.Size([2, 3])
     """
     dtype = _float_dtype("randn", dtype)
-    arr = _rng(generator).standard_normal(_size(size, "randn"), _draw_dtype(dtype))
+    shape = _size(size, "randn")
+    arr = draw(generator, shape, dtype.np, lambda rng: rng.standard_normal(
+        shape, _draw_dtype(dtype)).astype(dtype.np, copy=False))
     return _new("randn", arr, dtype, device, requires_grad)
 
 
@@ -173,7 +190,9 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
                              f"([{info.min}, {info.max}])")
     elif dtype is dt.bool and (low < 0 or high > 2):
         raise EmberError(f"randint: [{low}, {high}) does not fit in dtype bool")
-    arr = _rng(generator).integers(low, high, _size((size,), "randint"), dtype=np.int64)
+    shape = _size((size,), "randint")
+    arr = draw(generator, shape, dtype.np, lambda rng: rng.integers(
+        low, high, shape, dtype=np.int64).astype(dtype.np, copy=False))
     return _new("randint", arr, dtype, device, requires_grad)
 
 
@@ -206,9 +225,13 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
     if std < 0:
         raise EmberError(f"normal: expects std >= 0.0, but found std {std}")
     dtype = _float_dtype("normal", dtype)
-    arr = _rng(generator).standard_normal(_size((size,), "normal"), _draw_dtype(dtype))
-    return _new("normal", arr * _draw_dtype(dtype)(std) + _draw_dtype(dtype)(mean), dtype,
-                device, requires_grad)
+    shape, np_dtype = _size((size,), "normal"), _draw_dtype(dtype)
+
+    def make(rng):
+        arr = rng.standard_normal(shape, np_dtype) * np_dtype(std) + np_dtype(mean)
+        return arr.astype(dtype.np, copy=False)
+    return _new("normal", draw(generator, shape, dtype.np, make), dtype, device,
+                requires_grad)
 
 
 def rand_like(input, *, generator=None, dtype=None, device=None, requires_grad=False,
@@ -245,7 +268,9 @@ def randperm(n: int, *, generator=None, dtype=None, device=None, requires_grad=F
     if n < 0:
         raise EmberError(f"randperm: n must be non-negative, got {n}")
     dtype = _dtype("randperm", dtype, dt.int64)
-    return _new("randperm", _rng(generator).permutation(n), dtype, device, requires_grad)
+    arr = draw(generator, (n,), dtype.np,
+               lambda rng: rng.permutation(n).astype(dtype.np, copy=False))
+    return _new("randperm", arr, dtype, device, requires_grad)
 
 
 def bernoulli(input, p=None, *, generator=None):
@@ -261,7 +286,9 @@ def bernoulli(input, p=None, *, generator=None):
                       dtype=np.float64)
     if prob.size and not ((prob >= 0) & (prob <= 1)).all():
         raise EmberError("bernoulli: expected all probabilities in [0, 1]")
-    arr = _rng(generator).random(tuple(input.shape)) < prob
+    shape, np_dtype = tuple(input.shape), input.dtype.np
+    arr = draw(generator, shape, np_dtype,
+               lambda rng: (rng.random(shape) < prob).astype(np_dtype))
     return _new("bernoulli", arr, input.dtype, input.device, False)
 
 

@@ -18,6 +18,7 @@ from ..tensor import Tensor
 
 OPS: dict[str, "Op"] = {}
 _observer = None  # set by tests to see every op call (shape-rule checks)
+_trace = None     # the active ember.compiler.trace.Trace while ember.jit captures
 
 
 class Op:
@@ -99,14 +100,18 @@ def apply(op: Op, *inputs, **params):
                              f"{first._device} and {t._device}")
         if t._base is not None and t._view_version != t._version[0]:
             t._refresh_view_node()  # its base changed in place since it was made
-    try:
-        out = op.forward(device.backend.xp, *[t._data for t in inputs], **params)
-    except EmberError:
-        raise
-    except Exception as exc:  # NumPy's message, restated as an ember error
-        raise _forward_error(op, inputs, params, exc) from None
-    if _observer is not None:
-        _observer(op, inputs, params, out)
+    trace = _trace
+    if trace is not None:
+        out = _traced_forward(trace, op, inputs, params)
+    else:
+        try:
+            out = op.forward(device.backend.xp, *[t._data for t in inputs], **params)
+        except EmberError:
+            raise
+        except Exception as exc:  # NumPy's message, restated as an ember error
+            raise _forward_error(op, inputs, params, exc) from None
+        if _observer is not None:
+            _observer(op, inputs, params, out)
 
     record = grad_mode._state.enabled and op.vjp is not None
     if record:
@@ -121,13 +126,28 @@ def apply(op: Op, *inputs, **params):
             _link_view(res, first, op, params)
         if record and res._dtype.is_floating_point:
             _record(op, inputs, params, (res,), out if op.saves_outputs else None)
+        if trace is not None:
+            trace.made.add(res)
         return res
     results = tuple(Tensor._make(o, device) for o in out)
+    if trace is not None:
+        for r in results:
+            trace.made.add(r)
     if record:
         outs = tuple(r for r in results if r._dtype.is_floating_point)
         if outs:
             _record(op, inputs, params, results, out if op.saves_outputs else None)
     return results
+
+
+def _traced_forward(trace, op, inputs, params):
+    """While ``ember.jit`` traces: record the op instead of running it."""
+    try:
+        return trace.emit(op, inputs, params)
+    except EmberError:
+        raise
+    except Exception as exc:  # the shape rule failed: restate as the eager error would
+        raise _forward_error(op, inputs, params, exc) from None
 
 
 def _record(op, inputs, params, results, out_data):

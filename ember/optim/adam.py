@@ -2,14 +2,13 @@
 decay, which makes it AdamW)."""
 from __future__ import annotations
 
-import math
 from typing import Any, Callable, Iterable
 
 from ..autograd.grad_mode import no_grad
 from ..ops.creation import zeros_like
 from ..ops.elementwise import maximum
 from .optimizer import (Optimizer, check_betas, check_non_negative, check_unsupported,
-                        step_counter)
+                        count, hyper, sqrt, step_counter)
 
 __all__ = ["Adam"]
 
@@ -67,7 +66,7 @@ class Adam(Optimizer):
         loss = self._evaluate(closure)
         with no_grad():
             for group in self.param_groups:
-                lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
+                lr, eps, weight_decay = hyper(group), group["eps"], group["weight_decay"]
                 beta1, beta2 = group["betas"]
                 amsgrad = group["amsgrad"]
                 for p in group["params"]:
@@ -94,9 +93,9 @@ class Adam(Optimizer):
                     exp_avg.lerp_(grad, 1 - beta1)
                     exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
 
-                    step = step_t.item()
+                    step = count(step_t)
                     step_size = lr / (1 - beta1 ** step)
-                    bias_correction2_sqrt = math.sqrt(1 - beta2 ** step)
+                    bias_correction2_sqrt = sqrt(1 - beta2 ** step)
                     if amsgrad:
                         max_sq = state["max_exp_avg_sq"]
                         max_sq.copy_(maximum(max_sq, exp_avg_sq))

@@ -7,6 +7,7 @@ implements ``step``; everything else lives here.
 from __future__ import annotations
 
 import copy
+import math
 import functools
 import warnings
 from collections import defaultdict
@@ -16,6 +17,7 @@ from .. import dtypes
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.graph import RemovableHandle
 from ..errors import EmberTypeError, EmberValueError
+from ..ops import registry
 from ..ops.creation import tensor as _tensor
 from ..tensor import Tensor
 
@@ -36,6 +38,8 @@ def _hooked(step: Callable) -> Callable:
         if self._stepping:
             return step(self, *args, **kwargs)
         self._stepping = True
+        if registry._trace is not None:
+            _guard_options(self, registry._trace)
         try:
             for hook in tuple(self._step_pre_hooks):
                 result = hook(self, args, kwargs)
@@ -50,6 +54,39 @@ def _hooked(step: Callable) -> Callable:
         return out
     wrapper._ember_hooked = True
     return wrapper
+
+
+def _guard_options(optimizer, trace) -> None:
+    """ember.jit bakes an optimizer's options into the graph (all but the learning rate,
+    which is read at every call): a change of any of them must retrace."""
+    for i, group in enumerate(optimizer.param_groups):
+        def options(group=group):
+            return tuple((k, v) for k, v in group.items() if k not in ("params", "lr"))
+        trace.guard(options, options(), f"{optimizer._name} param_groups[{i}] options")
+
+    def entries():  # state made lazily by the first step changes what a step does
+        return sum(len(s) for s in optimizer.state.values())
+    trace.guard(entries, entries(), f"the number of {optimizer._name} state entries")
+
+
+def hyper(group: dict, key: str = "lr"):
+    """``group[key]``; while ember.jit traces, a 0-d tensor read from the group at every
+    call (so a scheduler's new learning rate reaches the compiled step)."""
+    trace = registry._trace
+    if trace is None:
+        return group[key]
+    return trace.scalar_tensor((id(group), key), lambda: group[key], dtypes.float64)
+
+
+def count(step_t: Tensor):
+    """A step counter's value: a Python number eagerly, the tensor itself while ember.jit
+    traces (so the bias corrections are computed in the graph at every call)."""
+    return step_t if registry._trace is not None else step_t.item()
+
+
+def sqrt(x):
+    """``math.sqrt`` of a number, or the square root of a traced 0-d tensor."""
+    return math.sqrt(x) if isinstance(x, (int, float)) else x.sqrt()
 
 
 def scalar_dtype() -> dtypes.DType:
@@ -179,8 +216,12 @@ class Optimizer:
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of all optimized parameters: to ``None`` (the default,
         which saves memory and lets the optimizer skip them), or to zeros in place."""
+        trace = registry._trace
         for group in self.param_groups:
             for p in group["params"]:
+                if set_to_none and trace is not None:
+                    trace.clear_grad(p)  # ember.jit: the clearing happens at every call
+                    continue
                 grad = p.grad
                 if grad is None:
                     continue

@@ -4,7 +4,9 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable
 
 from ..autograd.grad_mode import no_grad
-from .optimizer import Optimizer, OptimizerError, check_non_negative, check_unsupported
+from ..ops.creation import zeros_like
+from .optimizer import (Optimizer, OptimizerError, check_non_negative, check_unsupported,
+                        hyper)
 
 __all__ = ["SGD"]
 
@@ -59,7 +61,7 @@ class SGD(Optimizer):
         loss = self._evaluate(closure)
         with no_grad():
             for group in self.param_groups:
-                lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
+                lr, momentum, dampening = hyper(group), group["momentum"], group["dampening"]
                 weight_decay, nesterov = group["weight_decay"], group["nesterov"]
                 for p in group["params"]:
                     grad = p.grad
@@ -72,8 +74,8 @@ class SGD(Optimizer):
                     if momentum != 0:
                         state = self.state[p]
                         buf = state.get("momentum_buffer")
-                        if buf is None:
-                            buf = state["momentum_buffer"] = grad.detach().clone()
+                        if buf is None:  # (made from zeros so that ember.jit sees state)
+                            buf = state["momentum_buffer"] = zeros_like(p).copy_(grad)
                         else:
                             buf.mul_(momentum).add_(grad, alpha=1 - dampening)
                         grad = grad.add(buf, alpha=momentum) if nesterov else buf

@@ -1,0 +1,303 @@
+"""``ember.jit``: trace a function once per signature, optimise the graph, run it.
+
+A compiled function keeps a small cache of specialisations, keyed by what the trace
+depended on: the shapes, dtypes and ``requires_grad`` of the tensor arguments, the
+other arguments' values, grad mode, the default dtype and the ``training`` flags of the
+modules the function reaches. State the graph reads (parameters, optimizer state,
+gradients) is checked as it is fetched. Every retrace records its reason.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import time
+import warnings
+from collections import OrderedDict
+
+from .. import dtypes
+from ..autograd import grad_mode
+from ..errors import EmberError
+from ..ops import registry
+from ..tensor import Tensor
+from . import passes
+from .runtime import GuardFailure, NumpyExecutor, apply_updates, fetch_inputs
+from .trace import DataDependentError, Trace, TraceError
+
+CACHE_SIZE = 8
+
+
+def _log(message: str) -> None:
+    if os.environ.get("EMBER_JIT_LOG", "") not in ("", "0"):
+        print(f"[ember.jit] {message}", file=sys.stderr)
+
+
+# Arguments as leaves and structure -------------------------------------------------------
+def flatten(obj):
+    """(tensor leaves, a hashable description of everything else)."""
+    leaves: list = []
+
+    def walk(x):
+        if isinstance(x, Tensor):
+            leaves.append(x)
+            return ("T",)
+        if isinstance(x, (list, tuple)):
+            return (type(x).__name__, tuple(walk(i) for i in x))
+        if isinstance(x, dict):
+            return ("dict", tuple((k, walk(v)) for k, v in x.items()))
+        try:
+            hash(x)
+        except TypeError:
+            raise EmberError(f"ember.jit: cannot use an argument of type {type(x).__name__} "
+                             "(tensors, numbers, strings, None and lists/tuples/dicts of "
+                             "them are supported)") from None
+        return ("C", x)
+    return leaves, walk(obj)
+
+
+def unflatten(tree, leaves):
+    it = iter(leaves)
+
+    def build(node):
+        tag = node[0]
+        if tag == "T":
+            return next(it)
+        if tag == "C":
+            return node[1]
+        if tag == "dict":
+            return {k: build(v) for k, v in node[1]}
+        items = [build(i) for i in node[1]]
+        return tuple(items) if tag == "tuple" else items
+    return build(tree)
+
+
+def _modules_reached(fn, depth: int = 3) -> list:
+    """Modules the function can reach through self, closures and globals (their
+    training flags are part of the signature)."""
+    from ..nn.module import Module
+    found: dict[int, Module] = {}
+    seen: set = set()
+
+    def visit(obj, d):
+        if id(obj) in seen or d < 0:
+            return
+        seen.add(id(obj))
+        if isinstance(obj, Module):
+            for m in obj.modules():
+                found.setdefault(id(m), m)
+            return
+        if isinstance(obj, functools.partial):
+            visit(obj.func, d)
+            for a in obj.args:
+                visit(a, d - 1)
+            return
+        self_ = getattr(obj, "__self__", None)
+        if self_ is not None:
+            visit(self_, d - 1)
+        code = getattr(obj, "__code__", None)
+        if code is None:
+            return
+        for cell in getattr(obj, "__closure__", None) or ():
+            try:
+                visit(cell.cell_contents, d - 1)
+            except ValueError:
+                pass
+        globs = getattr(obj, "__globals__", {})
+        for name in _names(code):
+            if name in globs:
+                visit(globs[name], d - 1)
+    visit(fn, depth)
+    return list(found.values())
+
+
+def _names(code):
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if hasattr(c, "co_names"):
+            names |= _names(c)
+    return names
+
+
+# The compiled function -------------------------------------------------------------------
+class Specialization:
+    """One traced and optimised graph, and how to feed and apply it."""
+
+    def __init__(self, graph, trace: Trace, out_tree, reason: str, trace_seconds: float,
+                 original=None):
+        self.graph = graph
+        self.original = original  # the graph before the passes (for explain)
+        self.out_tree = out_tree
+        self.grad_guards = trace.grad_guards()
+        self.guards = trace.guards
+        self.host_calls = trace.host_calls
+        self.reason = reason
+        self.trace_seconds = trace_seconds
+        self.executor = NumpyExecutor(graph)
+
+    def check_grads(self, args) -> str | None:
+        """Why the state no longer fits this graph (None when it fits)."""
+        from .runtime import resolve
+        for getter, expected, label in self.guards:
+            now = getter()
+            if now != expected:
+                return f"{label} changed: {_short(expected)} -> {_short(now)}"
+        for target, was_none in self.grad_guards:
+            t = resolve(target, args)
+            if (t.grad is None) != was_none:
+                return (f"the .grad of a {list(t.shape)} tensor was "
+                        f"{'None' if was_none else 'set'} when traced and is now "
+                        f"{'None' if t.grad is None else 'set'}")
+        return None
+
+    def run(self, args: list):
+        for fn, before in self.host_calls:
+            if before:
+                fn()
+        inputs = fetch_inputs(self.graph, args)
+        outs, updates = self.executor.run(inputs)
+        apply_updates(self.graph, args, updates, inputs)
+        for fn, before in self.host_calls:
+            if not before:
+                fn()
+        device = args[0]._device if args else None
+        from ..backends import CPU
+        leaves = [Tensor._make(a, device or CPU) for a in outs]
+        return unflatten(self.out_tree, leaves)
+
+
+class CompiledFunction:
+    """What ``ember.jit(fn)`` returns: call it like ``fn``."""
+
+    def __init__(self, fn, *, fallback: bool = False, optimize: bool = True):
+        functools.update_wrapper(self, fn, updated=())
+        self.fn = fn
+        self.fallback = fallback
+        self.optimize = optimize
+        self.cache: OrderedDict = OrderedDict()
+        self.retraces: list[str] = []
+        self._modules = None
+        self._warned = False
+        self._last_key = None
+
+    # Signature --------------------------------------------------------------------------
+    def _key(self, leaves, tree):
+        if self._modules is None:
+            self._modules = _modules_reached(self.fn)
+        return (tree, tuple((t._data.shape, t._dtype, t._requires_grad, t.grad is None)
+                            for t in leaves),
+                grad_mode._state.enabled, dtypes.get_default_dtype(),
+                tuple(m.training for m in self._modules))
+
+    def __call__(self, *args, **kwargs):
+        if registry._trace is not None:  # called inside another trace: trace inline
+            return self.fn(*args, **kwargs)
+        leaves, tree = flatten((args, kwargs))
+        key = self._key(leaves, tree)
+        spec = self.cache.get(key)
+        reason = None
+        if spec is not None:
+            reason = spec.check_grads(leaves)
+            if reason is None:
+                try:
+                    return spec.run(leaves)
+                except GuardFailure as failure:
+                    reason = failure.reason
+        if reason is None:
+            reason = self._why(key)
+        return self._trace_and_run(args, kwargs, leaves, key, reason)
+
+    def _why(self, key) -> str:
+        last = self._last_key
+        if last is None:
+            return "first call"
+        names = ("argument structure or non-tensor values", "tensor shapes/dtypes/"
+                 "requires_grad", "grad mode", "default dtype", "training/eval mode")
+        for name, a, b in zip(names, last, key):
+            if a != b:
+                if name.startswith("tensor"):
+                    for i, (x, y) in enumerate(zip(a, b)):
+                        if x != y:
+                            return (f"tensor argument {i} changed: {_sig(x)} -> {_sig(y)}")
+                return f"{name} changed: {_short(a)} -> {_short(b)}"
+        return "state changed"
+
+    def _trace_and_run(self, args, kwargs, leaves, key, reason):
+        start = time.perf_counter()
+        trace = Trace()
+        try:
+            with trace:
+                for i, t in enumerate(leaves):
+                    trace.add_arg(t, i, f"arg{i}")
+                out = self.fn(*args, **kwargs)
+                out_leaves, out_tree = flatten(out)
+                graph = trace.finish([trace.value_of(t) for t in out_leaves])
+            del out, out_leaves
+            trace.check_escapes(set())
+            trace.fold_temporaries()
+        except (DataDependentError, TraceError) as exc:
+            if not self.fallback:
+                raise
+            if not self._warned:
+                self._warned = True
+                warnings.warn(f"ember.jit: running {self.__name__} eagerly: {exc}",
+                              stacklevel=3)
+            return self.fn(*args, **kwargs)
+        original = graph
+        if self.optimize:
+            graph = passes.optimize(graph)
+        spec = Specialization(graph, trace, out_tree, reason, time.perf_counter() - start,
+                              original)
+        self.cache[key] = spec
+        self.cache.move_to_end(key)
+        while len(self.cache) > CACHE_SIZE:
+            self.cache.popitem(last=False)
+        self.retraces.append(reason)
+        self._last_key = key
+        _log(f"traced {self.__name__} ({reason}): {len(original.instrs)} ops -> "
+             f"{len(graph.instrs)} after passes, {spec.trace_seconds * 1e3:.0f} ms")
+        return spec.run(leaves)
+
+    # Looking inside ---------------------------------------------------------------------
+    def graph(self):
+        """The optimised graph of the most recent specialisation."""
+        if not self.cache:
+            raise EmberError("ember.jit: nothing traced yet; call the function first")
+        return next(reversed(self.cache.values())).graph
+
+
+def _sig(x):
+    shape, dtype, requires_grad, grad_none = x
+    return f"{dtype.name}{list(shape)}{' requires_grad' if requires_grad else ''}"
+
+
+def _short(x) -> str:
+    text = repr(x)
+    return text if len(text) < 80 else text[:77] + "..."
+
+
+def jit(fn=None, *, fallback: bool = False, optimize: bool = True):
+    """Compile ``fn`` (a function or a Module) into an optimised static graph.
+
+    The first call with a new signature traces ``fn`` on tracer tensors, recording
+    every op (forward, ``backward()``, optimizer steps) into a graph; the graph is
+    optimised and run, and later calls with the same signature run it directly.
+
+    Args:
+        fn: the function, or a Module (its forward is compiled).
+        fallback: run eagerly (and warn once) instead of raising when ``fn`` does
+            something a static graph cannot hold (``.item()``, ``if x > 0``).
+        optimize: run the graph passes (turn off to debug a pass).
+
+    >>> @ember.jit
+    ... def f(x):
+    ...     return (x * 2).sin().sum()
+    >>> f(ember.ones(3))
+    tensor(2.7279)
+    """
+    if fn is None:
+        return lambda f: jit(f, fallback=fallback, optimize=optimize)
+    from ..nn.module import Module
+    if isinstance(fn, Module):
+        from .module import CompiledModule
+        return CompiledModule(fn, fallback=fallback, optimize=optimize)
+    return CompiledFunction(fn, fallback=fallback, optimize=optimize)

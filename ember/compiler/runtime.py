@@ -1,0 +1,153 @@
+"""Running a captured graph: the NumPy executor, and binding a graph's inputs, outputs
+and updates to the tensors of a call.
+
+The executor turns the instruction list into a flat program over numbered slots: each
+instruction calls its op's forward on the slots it reads and frees the slots nothing
+reads afterwards (so intermediate arrays die as early as in eager mode, or earlier).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..tensor import Tensor
+from .ir import Graph
+
+
+class GuardFailure(Exception):
+    """A state input no longer fits the graph (a grad became None, a buffer was
+    replaced by one of another shape): the function must be traced again."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _reshape_forward(xp, a, shape):
+    return a.reshape(shape)
+
+
+# Ops whose eager forward depends on a memory layout the graph does not fix: in the graph
+# a value has no strides, so "view" is any reshape (a copy where the strides need one).
+LAYOUT_FREE = {"view": _reshape_forward}
+
+
+class NumpyExecutor:
+    """Runs a graph's instructions one by one with each op's NumPy forward."""
+
+    def __init__(self, graph: Graph):
+        slots: dict[int, int] = {}
+
+        def slot(v):
+            if v.id not in slots:
+                slots[v.id] = len(slots)
+            return slots[v.id]
+
+        self.input_slots = [slot(inp.value) for inp in graph.inputs]
+        self.constants = [(slot(c.value), c.array) for c in graph.constants]
+        keep = {v.id for v in graph.live_roots()}
+        last_use: dict[int, int] = {}
+        for i, ins in enumerate(graph.instrs):
+            for v in ins.inputs:
+                last_use[v.id] = i
+        program = []
+        for i, ins in enumerate(graph.instrs):
+            ins_slots = tuple(slot(v) for v in ins.inputs)
+            outs = tuple(slot(v) for v in ins.outputs)
+            frees = tuple({slots[v.id] for v in ins.inputs
+                           if last_use.get(v.id) == i and v.id not in keep})
+            frees += tuple(slots[v.id] for v in ins.outputs
+                           if v.id not in last_use and v.id not in keep)
+            forward = LAYOUT_FREE.get(ins.op.name, ins.op.forward)
+            program.append((forward, ins_slots, outs[0] if len(outs) == 1 else outs,
+                            ins.params, frees, ins))
+        self.program = program
+        self.output_slots = [slot(v) for v in graph.outputs]
+        self.update_slots = [None if u.value is None else slot(u.value) for u in graph.updates]
+        self.n_slots = len(slots)
+
+    def run(self, inputs: list) -> tuple[list, list]:
+        """(output arrays, update arrays) for the input arrays."""
+        env = [None] * self.n_slots
+        for s, a in zip(self.input_slots, inputs):
+            env[s] = a
+        for s, a in self.constants:
+            env[s] = a
+        xp = np
+        for forward, ins, outs, params, frees, instr in self.program:
+            try:
+                result = forward(xp, *[env[s] for s in ins], **params)
+            except Exception as exc:
+                raise _runtime_error(instr, exc) from exc
+            if outs.__class__ is int:
+                env[outs] = result
+            else:
+                for s, r in zip(outs, result):
+                    env[s] = r
+            for s in frees:
+                env[s] = None
+        return ([_array(env[s]) for s in self.output_slots],
+                [None if s is None else _array(env[s]) for s in self.update_slots])
+
+
+def _array(a):
+    return a if a.__class__ is np.ndarray else np.asarray(a)
+
+
+def _runtime_error(instr, exc):
+    from ..errors import EmberError
+    return EmberError(f"ember.jit: {instr.op.name} (traced at {instr.where}) failed when "
+                      f"the compiled graph ran: {exc}")
+
+
+# Binding a graph to a call ----------------------------------------------------------------
+def resolve(target, args):
+    """The tensor an input or update refers to: an argument or a tensor object."""
+    if target.__class__ is tuple:
+        return args[target[1]]
+    return target
+
+
+def fetch_inputs(graph: Graph, args: list) -> list:
+    """The arrays to feed the graph's inputs for this call (raises GuardFailure when a
+    state tensor no longer matches what was traced)."""
+    arrays = []
+    for inp in graph.inputs:
+        kind = inp.kind
+        if kind == "arg":
+            arr = args[inp.source]._data
+        elif kind == "data":
+            arr = inp.source._data
+        elif kind == "grad":
+            owner = resolve(inp.source, args)
+            grad = owner.grad
+            if grad is None:
+                raise GuardFailure(f"{inp.label} was read when traced but is now None")
+            arr = grad._data
+        else:
+            arr = np.asarray(inp.source(), dtype=inp.value.dtype.np)
+        v = inp.value
+        if kind != "arg" and (arr.shape != v.shape or arr.dtype != v.dtype.np):
+            raise GuardFailure(f"{inp.label} changed from {v.dtype.name}{list(v.shape)} to "
+                               f"{arr.dtype}{list(arr.shape)}")
+        arrays.append(arr)
+    return arrays
+
+
+def apply_updates(graph: Graph, args: list, arrays: list, inputs: list) -> None:
+    """Write the update values into their tensors (data in place, grads as new
+    tensors that own their memory)."""
+    fed = {id(a) for a in inputs}
+    seen = set()
+    for u, arr in zip(graph.updates, arrays):
+        t = resolve(u.target, args)
+        if u.kind == "data":
+            np.copyto(t._data, arr, casting="unsafe")
+            t._version[0] += 1
+        elif arr is None:
+            t.grad = None
+        else:
+            if id(arr) in fed or id(arr) in seen or arr.base is not None or \
+                    not arr.flags.writeable or not arr.flags.c_contiguous:
+                arr = arr.copy()
+            seen.add(id(arr))
+            t.grad = Tensor._make(arr, t._device)
