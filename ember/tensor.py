@@ -353,6 +353,10 @@ class Tensor:
     __hash__ = object.__hash__
 
     def __repr__(self) -> str:
+        if getattr(self._data, "_ember_tracer", False):  # inside ember.jit: no values yet
+            grad = ", requires_grad=True" if self._requires_grad else ""
+            return f"tensor(<traced>, shape={list(self._data.shape)}, " \
+                   f"dtype=ember.{self._dtype.name}{grad})"
         from ._printing import tensor_repr
         return tensor_repr(self)
 

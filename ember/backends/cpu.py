@@ -18,7 +18,8 @@ class CPUBackend(Backend):
         return np.asarray(data, dtype=dtype)
 
     def to_numpy(self, array):
-        return array
+        # (np.asarray also turns away the data of a tensor ember.jit is tracing)
+        return array if array.__class__ is np.ndarray else np.asarray(array)
 
     def generator(self, seed: int | None):
         return np.random.Generator(np.random.PCG64(seed))

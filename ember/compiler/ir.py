@@ -73,7 +73,7 @@ class Constant:
 class Instr:
     """``outputs = op(*inputs, **params)``; ``op`` is an :class:`ember.ops.registry.Op`
     (or a fused kernel made by a pass, which has the same ``forward`` signature)."""
-    __slots__ = ("op", "inputs", "params", "outputs", "effect", "where")
+    __slots__ = ("op", "inputs", "params", "outputs", "effect", "where", "region")
 
     def __init__(self, op, inputs, params, out_avals, effect: bool = False, where: str = ""):
         self.op = op
@@ -83,6 +83,9 @@ class Instr:
                         enumerate(out_avals)]
         self.effect = effect
         self.where = where  # the user's file:line that issued it
+        # a recompute region (ember.utils.checkpoint's backward): never merged with the
+        # same computation outside it, so the forward's intermediates can die early
+        self.region = None
 
     def __repr__(self) -> str:
         outs = ", ".join(v.describe() for v in self.outputs)
@@ -115,10 +118,14 @@ class Graph:
         self.instrs: list[Instr] = []
         self.outputs: list[Value] = []
         self.updates: list[Update] = []
+        # Gradients of the outputs' cotangents (inputs of kind "cotangent") with respect
+        # to the differentiable inputs, when the function is differentiated as a whole.
+        self.grad_outputs: list[Value | None] = []
 
     def live_roots(self) -> list[Value]:
-        """The values the caller sees: outputs and update values."""
-        return self.outputs + [u.value for u in self.updates if u.value is not None]
+        """The values the caller sees: outputs, update values and gradients."""
+        return self.outputs + [u.value for u in self.updates if u.value is not None] + \
+            [v for v in self.grad_outputs if v is not None]
 
     def users(self) -> dict[int, list[Instr]]:
         """Value id -> the instructions reading it."""
@@ -141,6 +148,7 @@ class Graph:
         for ins in self.instrs:
             ins.inputs = [resolve(v) for v in ins.inputs]
         self.outputs = [resolve(v) for v in self.outputs]
+        self.grad_outputs = [resolve(v) for v in self.grad_outputs]
         for u in self.updates:
             u.value = resolve(u.value)
 
@@ -153,6 +161,8 @@ class Graph:
         for ins in self.instrs:
             lines.append(f"  {ins!r}")
         lines.append("  return " + ", ".join(map(repr, self.outputs)))
+        if self.grad_outputs:
+            lines.append("  gradients " + ", ".join(map(repr, self.grad_outputs)))
         for u in self.updates:
             lines.append(f"  update {u!r}")
         return "graph:\n" + "\n".join(lines)

@@ -21,7 +21,10 @@ from ..errors import EmberError
 from ..ops import registry
 from ..tensor import Tensor
 from . import passes
-from .runtime import GuardFailure, NumpyExecutor, apply_updates, fetch_inputs
+from .explain import explain_compiled, snapshot
+from ..backends import CPU
+from .autodiff import CompiledBackward, split, trace_backward
+from .runtime import GuardFailure, NumpyExecutor, apply_updates, fetch_inputs, resolve
 from .trace import DataDependentError, Trace, TraceError
 
 CACHE_SIZE = 8
@@ -36,39 +39,43 @@ def _log(message: str) -> None:
 def flatten(obj):
     """(tensor leaves, a hashable description of everything else)."""
     leaves: list = []
+    return leaves, _walk(obj, leaves)
 
-    def walk(x):
-        if isinstance(x, Tensor):
-            leaves.append(x)
-            return ("T",)
-        if isinstance(x, (list, tuple)):
-            return (type(x).__name__, tuple(walk(i) for i in x))
-        if isinstance(x, dict):
-            return ("dict", tuple((k, walk(v)) for k, v in x.items()))
-        try:
-            hash(x)
-        except TypeError:
-            raise EmberError(f"ember.jit: cannot use an argument of type {type(x).__name__} "
-                             "(tensors, numbers, strings, None and lists/tuples/dicts of "
-                             "them are supported)") from None
-        return ("C", x)
-    return leaves, walk(obj)
+
+def _walk(x, leaves):
+    # (module-level, not a closure: a recursive closure is a reference cycle that would
+    # keep the traced tensors alive until the next garbage collection)
+    if isinstance(x, Tensor):
+        leaves.append(x)
+        return ("T",)
+    if isinstance(x, (list, tuple)):
+        return (type(x).__name__, tuple(_walk(i, leaves) for i in x))
+    if isinstance(x, dict):
+        return ("dict", tuple((k, _walk(v, leaves)) for k, v in x.items()))
+    try:
+        hash(x)
+    except TypeError:
+        raise EmberError(f"ember.jit: cannot use an argument of type {type(x).__name__} "
+                         "(tensors, numbers, strings, None and lists/tuples/dicts of them "
+                         "are supported)") from None
+    return ("C", x)
 
 
 def unflatten(tree, leaves):
-    it = iter(leaves)
+    """The structure ``tree`` (from :func:`flatten`) filled with ``leaves``."""
+    return _build(tree, iter(leaves))
 
-    def build(node):
-        tag = node[0]
-        if tag == "T":
-            return next(it)
-        if tag == "C":
-            return node[1]
-        if tag == "dict":
-            return {k: build(v) for k, v in node[1]}
-        items = [build(i) for i in node[1]]
-        return tuple(items) if tag == "tuple" else items
-    return build(tree)
+
+def _build(node, it):
+    tag = node[0]
+    if tag == "T":
+        return next(it)
+    if tag == "C":
+        return node[1]
+    if tag == "dict":
+        return {k: _build(v, it) for k, v in node[1]}
+    items = [_build(i, it) for i in node[1]]
+    return tuple(items) if tag == "tuple" else items
 
 
 def _modules_reached(fn, depth: int = 3) -> list:
@@ -123,7 +130,7 @@ class Specialization:
     """One traced and optimised graph, and how to feed and apply it."""
 
     def __init__(self, graph, trace: Trace, out_tree, reason: str, trace_seconds: float,
-                 original=None):
+                 original=None, backward=None, name: str = "fn"):
         self.graph = graph
         self.original = original  # the graph before the passes (for explain)
         self.out_tree = out_tree
@@ -133,10 +140,18 @@ class Specialization:
         self.reason = reason
         self.trace_seconds = trace_seconds
         self.executor = NumpyExecutor(graph)
+        self.n_outputs = len(graph.outputs)
+        self.backward = None
+        if backward is not None:
+            bwd_graph, self.diff_targets, self.diff_outputs = backward
+            self.n_outputs -= len(bwd_graph.inputs) - len(self.diff_outputs)  # residuals
+            avals = [(v.shape, v.dtype) for v in (graph.outputs[i] for i in self.diff_outputs)]
+            self.backward = CompiledBackward(name, NumpyExecutor(bwd_graph),
+                                             len(self.diff_outputs), avals)
+            self.bwd_graph = bwd_graph
 
     def check_grads(self, args) -> str | None:
         """Why the state no longer fits this graph (None when it fits)."""
-        from .runtime import resolve
         for getter, expected, label in self.guards:
             now = getter()
             if now != expected:
@@ -154,14 +169,17 @@ class Specialization:
             if before:
                 fn()
         inputs = fetch_inputs(self.graph, args)
-        outs, updates = self.executor.run(inputs)
+        outs, updates, _ = self.executor.run(inputs)
         apply_updates(self.graph, args, updates, inputs)
         for fn, before in self.host_calls:
             if not before:
                 fn()
-        device = args[0]._device if args else None
-        from ..backends import CPU
-        leaves = [Tensor._make(a, device or CPU) for a in outs]
+        device = args[0]._device if args else CPU
+        leaves = [Tensor._make(a, device) for a in outs[:self.n_outputs]]
+        if self.backward is not None:
+            self.backward.attach([leaves[i] for i in self.diff_outputs],
+                                 [resolve(t, args) for t in self.diff_targets],
+                                 outs[self.n_outputs:])
         return unflatten(self.out_tree, leaves)
 
 
@@ -186,7 +204,8 @@ class CompiledFunction:
         return (tree, tuple((t._data.shape, t._dtype, t._requires_grad, t.grad is None)
                             for t in leaves),
                 grad_mode._state.enabled, dtypes.get_default_dtype(),
-                tuple(m.training for m in self._modules))
+                tuple((m.training, m.__dict__.get("_structure_version", 0))
+                      for m in self._modules))
 
     def __call__(self, *args, **kwargs):
         if registry._trace is not None:  # called inside another trace: trace inline
@@ -211,7 +230,8 @@ class CompiledFunction:
         if last is None:
             return "first call"
         names = ("argument structure or non-tensor values", "tensor shapes/dtypes/"
-                 "requires_grad", "grad mode", "default dtype", "training/eval mode")
+                 "requires_grad", "grad mode", "default dtype",
+                 "training/eval mode or the modules' parameters, buffers or submodules")
         for name, a, b in zip(names, last, key):
             if a != b:
                 if name.startswith("tensor"):
@@ -230,6 +250,12 @@ class CompiledFunction:
                     trace.add_arg(t, i, f"arg{i}")
                 out = self.fn(*args, **kwargs)
                 out_leaves, out_tree = flatten(out)
+                diff = [i for i, t in enumerate(out_leaves) if t._requires_grad] \
+                    if grad_mode._state.enabled else []
+                targets = trace_backward(trace, [out_leaves[i] for i in diff]) \
+                    if diff else None
+                if targets is None:
+                    diff = []
                 graph = trace.finish([trace.value_of(t) for t in out_leaves])
             del out, out_leaves
             trace.check_escapes(set())
@@ -242,11 +268,19 @@ class CompiledFunction:
                 warnings.warn(f"ember.jit: running {self.__name__} eagerly: {exc}",
                               stacklevel=3)
             return self.fn(*args, **kwargs)
-        original = graph
+        original = snapshot(graph)  # the passes rewrite graph in place
         if self.optimize:
-            graph = passes.optimize(graph)
+            graph = passes.optimize(graph, passes.SIMPLIFY)
+        backward = None
+        if targets is not None:
+            graph, bwd_graph, _ = split(graph)
+            if self.optimize:
+                bwd_graph = passes.optimize(bwd_graph, passes.LOWER)
+            backward = (bwd_graph, targets, diff)
+        if self.optimize:
+            graph = passes.optimize(graph, passes.LOWER)
         spec = Specialization(graph, trace, out_tree, reason, time.perf_counter() - start,
-                              original)
+                              original, backward, self.__name__)
         self.cache[key] = spec
         self.cache.move_to_end(key)
         while len(self.cache) > CACHE_SIZE:
@@ -263,6 +297,14 @@ class CompiledFunction:
         if not self.cache:
             raise EmberError("ember.jit: nothing traced yet; call the function first")
         return next(reversed(self.cache.values())).graph
+
+    def explain(self) -> str:
+        """Print and return what ember.jit made of the most recent specialisation:
+        traces and their reasons, graph sizes, fusion, memory (see
+        :func:`ember.compiler.explain`)."""
+        text = explain_compiled(self)
+        print(text)
+        return text
 
 
 def _sig(x):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..tensor import Tensor
+from .codegen import prepare_kernels
 from .ir import Graph
 
 
@@ -61,12 +62,14 @@ class NumpyExecutor:
             program.append((forward, ins_slots, outs[0] if len(outs) == 1 else outs,
                             ins.params, frees, ins))
         self.program = program
+        prepare_kernels([ins.op for ins in graph.instrs])
         self.output_slots = [slot(v) for v in graph.outputs]
         self.update_slots = [None if u.value is None else slot(u.value) for u in graph.updates]
+        self.grad_slots = [None if v is None else slot(v) for v in graph.grad_outputs]
         self.n_slots = len(slots)
 
-    def run(self, inputs: list) -> tuple[list, list]:
-        """(output arrays, update arrays) for the input arrays."""
+    def run(self, inputs: list) -> tuple[list, list, list]:
+        """(output arrays, update arrays, gradient arrays) for the input arrays."""
         env = [None] * self.n_slots
         for s, a in zip(self.input_slots, inputs):
             env[s] = a
@@ -86,7 +89,8 @@ class NumpyExecutor:
             for s in frees:
                 env[s] = None
         return ([_array(env[s]) for s in self.output_slots],
-                [None if s is None else _array(env[s]) for s in self.update_slots])
+                [None if s is None else _array(env[s]) for s in self.update_slots],
+                [None if s is None else _array(env[s]) for s in self.grad_slots])
 
 
 def _array(a):
@@ -117,6 +121,8 @@ def fetch_inputs(graph: Graph, args: list) -> list:
             arr = args[inp.source]._data
         elif kind == "data":
             arr = inp.source._data
+        elif kind in ("cotangent", "residual"):
+            continue  # fed by the autograd node (ember.compiler.autodiff), not fetched
         elif kind == "grad":
             owner = resolve(inp.source, args)
             grad = owner.grad

@@ -142,12 +142,13 @@ class _Lifted:
 
     ``owner`` is set when the tensor is another lifted tensor's ``.grad`` (then it is
     read, and updated, as that tensor's grad rather than as an object of its own)."""
-    __slots__ = ("tensor", "data", "version", "grad", "input", "owner", "grad_none")
+    __slots__ = ("tensor", "data", "version", "grad", "input", "owner", "grad_none", "node")
 
     def __init__(self, tensor, inp: Input, owner=None, grad_none: bool = True):
         self.tensor, self.data, self.input, self.owner = tensor, tensor._data, inp, owner
         self.version, self.grad = tensor._version[0], tensor.grad
         self.grad_none = grad_none  # was .grad None when the function was entered
+        self.node = (tensor._node, tensor._out_index, tensor._requires_grad)
 
 
 class Trace:
@@ -164,6 +165,7 @@ class Trace:
         self.entry_grad_none: dict = {}    # id -> was its grad None on entry
         self.entry_grads: dict = {}        # id -> its grad on entry (to restore)
         self.done = False
+        self.region = None                 # the recompute region being traced, if any
 
     # Activation ---------------------------------------------------------------------
     def __enter__(self) -> "Trace":
@@ -212,6 +214,7 @@ class Trace:
         grad_none = self.entry_grad_none.get(id(t), t.grad is None)
         self.lifted[id(t)] = _Lifted(t, inp, owner, grad_none)
         t._data = TracerArray(value, self)
+        t._node = None  # inside the graph a lifted tensor is where gradients stop
         return value
 
     def clear_grad(self, t) -> None:
@@ -268,6 +271,7 @@ class Trace:
         multi = op.n_outputs != 1
         outs = out if multi else (out,)
         ins = Instr(op, values, params, [(a.shape, a.dtype) for a in outs], where=user_frame())
+        ins.region = self.region
         self.graph.instrs.append(ins)
         arrays = tuple(TracerArray(v, self) for v in ins.outputs)
         return arrays if multi else arrays[0]
@@ -340,6 +344,7 @@ class Trace:
             t = rec.tensor
             t._data = rec.data
             t._version[0] = rec.version
+            t._node, t._out_index, t._requires_grad = rec.node
             if rec.owner is None:
                 t.grad = rec.grad
         for key, t in self.cleared.items():
@@ -350,7 +355,9 @@ class Trace:
     def check_escapes(self, returned_ids: set) -> None:
         """Raise when a traced tensor is still reachable after tracing (stored on an
         object, in a global, in a container the tracer could not see)."""
-        gc.collect()
+        if len(self.made) == 0:
+            return
+        gc.collect()  # only what a reference cycle keeps alive is left to collect
         for t in list(self.made):
             if id(t) in returned_ids:
                 continue

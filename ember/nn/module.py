@@ -98,6 +98,7 @@ class Module:
             raise EmberTypeError(f"cannot assign '{type(tensor).__name__}' object to buffer "
                                  f"'{name}' (ember Tensor or None required)")
         self._buffers[name] = tensor
+        self._changed()
         if persistent:
             self._non_persistent_buffers_set.discard(name)
         else:
@@ -108,6 +109,7 @@ class Module:
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
         self._check_member_name("parameter", name, self._parameters)
+        self._changed()
         if param is None:
             self._parameters[name] = None
             return
@@ -127,6 +129,7 @@ class Module:
             raise EmberTypeError(f"{type(module).__name__} is not a Module subclass")
         self._check_member_name("module", name, self._modules)
         self._modules[name] = module
+        self._changed()
 
     register_module = add_module
 
@@ -219,12 +222,14 @@ class Module:
                 raise AttributeError("cannot assign module before Module.__init__() call")
             self._forget(name, keep="_modules")
             modules[name] = value
+            self._changed()
             return
         if modules is not None and name in modules:
             if value is not None:
                 raise EmberTypeError(f"cannot assign '{type(value).__name__}' as child module "
                                      f"'{name}' (ember.nn.Module or None expected)")
             modules[name] = None
+            self._changed()
             return
         buffers = d.get("_buffers")
         if buffers is not None and name in buffers:
@@ -232,8 +237,15 @@ class Module:
                 raise EmberTypeError(f"cannot assign '{type(value).__name__}' as buffer "
                                      f"'{name}' (ember.Tensor or None expected)")
             buffers[name] = value
+            self._changed()
             return
         object.__setattr__(self, name, value)
+
+    def _changed(self) -> None:
+        """Count changes of which tensors and submodules this module holds (compiled
+        functions that read it retrace when the count moves)."""
+        d = self.__dict__
+        d["_structure_version"] = d.get("_structure_version", 0) + 1
 
     def _forget(self, name: str, keep: str) -> None:
         """Remove ``name`` from every place but ``keep`` before it is re-registered."""
@@ -244,6 +256,7 @@ class Module:
         self._non_persistent_buffers_set.discard(name)
 
     def __delattr__(self, name: str) -> None:
+        self._changed()
         if name in self._parameters:
             del self._parameters[name]
         elif name in self._buffers:

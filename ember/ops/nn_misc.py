@@ -93,7 +93,13 @@ def _linear_infer(x, w, *bias):
 
 _LINEAR = register("linear", _linear_forward, _linear_vjp, broadcasting=True,
                    infer=_linear_infer)
-_LINEAR_BACKWARD = register("linear_backward", _linear_backward_forward, n_outputs=3)
+def _linear_backward_infer(g, x, w, need, bias_shape):
+    return tuple(AbstractValue(shape if wanted else (), x.dtype) for shape, wanted in
+                 zip((x.shape, w.shape, bias_shape), need))
+
+
+_LINEAR_BACKWARD = register("linear_backward", _linear_backward_forward, n_outputs=3,
+                            infer=_linear_backward_infer)
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:

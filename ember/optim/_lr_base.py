@@ -2,11 +2,15 @@
 :mod:`ember.optim.lr_scheduler`)."""
 from __future__ import annotations
 
+import functools
 import types
 import warnings
-from typing import Any, Iterable
+import weakref
+from typing import Any, Callable, Iterable
 
 from ..errors import EmberTypeError
+from ..ops import registry
+from ..tensor import Tensor
 from .optimizer import Optimizer, OptimizerError
 
 EPOCH_DEPRECATED = ("passing an epoch to scheduler.step() is deprecated (as in PyTorch) and "
@@ -38,6 +42,40 @@ def per_group(owner: str, name: str, optimizer: Optimizer, value) -> list:
     return [value] * n
 
 
+def deferred_while_tracing(step: Callable) -> Callable:
+    """Wrap a scheduler's ``step``: called inside a function that ember.jit is tracing,
+    it does not run then (a trace runs once) but at every call of the compiled function,
+    after its graph (see ``Trace.host_call``), so the next call reads the new rates."""
+    @functools.wraps(step)
+    def wrapper(self, *args, **kwargs):
+        trace = registry._trace
+        if trace is None or getattr(self, "_is_initial", False):
+            return step(self, *args, **kwargs)
+        for value in (*args, *kwargs.values()):
+            if isinstance(value, Tensor) and getattr(value._data, "_ember_tracer", False):
+                raise _traced_argument_error(self, value)
+        if trace.scalars:  # (the call runs after the graph: see _check_schedule_order)
+            optimizer = getattr(self, "optimizer", None)
+            if isinstance(optimizer, Optimizer):
+                optimizer._deferred_schedule = (weakref.ref(trace), type(self).__name__)
+        trace.host_call(functools.partial(wrapper, self, *args, **kwargs))
+        return None
+    wrapper._ember_deferred = True
+    return wrapper
+
+
+def _traced_argument_error(scheduler, value: Tensor):
+    from ..compiler.trace import TraceError  # (only on this error path)
+    name = type(scheduler).__name__
+    return TraceError(
+        f"{name}.step() was given a tensor computed inside a function ember.jit is "
+        f"tracing ({value.dtype.name}{list(value.shape)}); its value is known only when "
+        f"the compiled graph runs, and a scheduler's step is plain Python run before or "
+        f"after the graph. Call {name}.step() outside the compiled function, with the "
+        f"value it returns (e.g. loss = compiled_step(x, y); scheduler.step(loss)), or "
+        f"compile with ember.jit(fn, fallback=True) to run the function eagerly.")
+
+
 class LRScheduler:
     """Base class of the learning-rate schedulers.
 
@@ -51,6 +89,13 @@ class LRScheduler:
         last_epoch: the index of the last epoch when resuming (the groups must then
             hold ``initial_lr``); -1 to start afresh.
     """
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        # Every schedule's step is deferred to the compiled call inside ember.jit.
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if step is not None and not getattr(step, "_ember_deferred", False):
+            cls.step = deferred_while_tracing(step)
 
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
         check_optimizer(type(self).__name__, optimizer)
@@ -96,9 +141,13 @@ class LRScheduler:
         """The learning rate of each parameter group set by the last ``step()``."""
         return self._last_lr
 
+    @deferred_while_tracing
     def step(self, epoch: int | None = None) -> None:
         """Advance the schedule one epoch and write the new learning rates into the
-        optimizer. (``epoch`` jumps to that epoch; deprecated, as in PyTorch.)"""
+        optimizer. (``epoch`` jumps to that epoch; deprecated, as in PyTorch.)
+
+        Inside a function compiled with ``ember.jit``, the step runs at every call of
+        the compiled function, after its graph, as it would eagerly."""
         if self._step_count == 1 and not self.optimizer._opt_called:
             warnings.warn(f"{type(self).__name__}.step() was called before optimizer.step(); "
                           "call optimizer.step() first, or the schedule's first value is "

@@ -9,6 +9,12 @@ from ._lr_base import LRScheduler, callable_state, check_optimizer, per_group
 from .optimizer import Optimizer, OptimizerError
 
 
+def _cycles_momentum(optimizer: Optimizer, use_beta1: bool) -> None:
+    """Tell the optimizer that its momentum (or betas) changes at every step, so that a
+    step compiled with ember.jit reads it at every call instead of retracing."""
+    optimizer._scheduled_options.add("betas" if use_beta1 else "momentum")
+
+
 def _set_momentum(group: dict[str, Any], momentum: float, use_beta1: bool) -> None:
     if use_beta1:
         group["betas"] = (momentum, *group["betas"][1:])
@@ -63,6 +69,7 @@ class CyclicLR(LRScheduler):
                 raise OptimizerError(f"CyclicLR: {type(optimizer).__name__} has neither "
                                      "momentum nor betas, needed by cycle_momentum=True")
             self.use_beta1 = "betas" in optimizer.defaults
+            _cycles_momentum(optimizer, self.use_beta1)
             self.base_momentums = per_group("CyclicLR", "base_momentum", optimizer,
                                              base_momentum)
             self.max_momentums = per_group("CyclicLR", "max_momentum", optimizer,
@@ -199,6 +206,7 @@ class OneCycleLR(LRScheduler):
                 raise OptimizerError(f"OneCycleLR: {type(optimizer).__name__} has neither "
                                      "momentum nor betas, needed by cycle_momentum=True")
             self.use_beta1 = "betas" in optimizer.defaults
+            _cycles_momentum(optimizer, self.use_beta1)
             max_momentums = per_group("OneCycleLR", "max_momentum", optimizer, max_momentum)
             base_momentums = per_group("OneCycleLR", "base_momentum", optimizer,
                                         base_momentum)

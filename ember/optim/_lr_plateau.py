@@ -86,7 +86,10 @@ class ReduceLROnPlateau(LRScheduler):
 
     def step(self, metrics: Any, epoch: int | None = None) -> None:
         """Record this epoch's metric (a number or a one-element tensor) and reduce the
-        lr if it has not improved for more than ``patience`` epochs."""
+        lr if it has not improved for more than ``patience`` epochs.
+
+        With ``ember.jit``, call it outside the compiled step, on the metric the step
+        returns: a metric computed inside the traced function raises a ``TraceError``."""
         current = float(metrics)
         if epoch is None:
             epoch = self.last_epoch + 1

@@ -7,7 +7,7 @@ from typing import Any, Callable, Iterable
 from ..autograd.grad_mode import no_grad
 from ..ops.creation import zeros_like
 from .optimizer import (Optimizer, OptimizerError, check_non_negative, check_unsupported,
-                        step_counter)
+                        hyper, step_counter)
 
 __all__ = ["Adadelta"]
 
@@ -59,7 +59,7 @@ class Adadelta(Optimizer):
         loss = self._evaluate(closure)
         with no_grad():
             for group in self.param_groups:
-                lr, rho, eps = group["lr"], group["rho"], group["eps"]
+                lr, rho, eps = hyper(group), group["rho"], group["eps"]
                 weight_decay = group["weight_decay"]
                 for p in group["params"]:
                     grad = p.grad

@@ -5,7 +5,8 @@ from typing import Any, Callable, Iterable
 
 from ..autograd.grad_mode import no_grad
 from ..ops.creation import full_like
-from .optimizer import Optimizer, check_non_negative, check_unsupported, step_counter
+from .optimizer import (Optimizer, check_non_negative, check_unsupported, count, hyper,
+                        step_counter)
 
 __all__ = ["Adagrad"]
 
@@ -65,7 +66,7 @@ class Adagrad(Optimizer):
         loss = self._evaluate(closure)
         with no_grad():
             for group in self.param_groups:
-                lr, lr_decay, eps = group["lr"], group["lr_decay"], group["eps"]
+                lr, lr_decay, eps = hyper(group), group["lr_decay"], group["eps"]
                 weight_decay = group["weight_decay"]
                 for p in group["params"]:
                     grad = p.grad
@@ -74,7 +75,7 @@ class Adagrad(Optimizer):
                     state = self.state[p]
                     if not state:  # a parameter added with add_param_group
                         self._init_state(p, group)
-                    step = state["step"].add_(1).item()
+                    step = count(state["step"].add_(1))
                     if group["maximize"]:
                         grad = -grad
                     if weight_decay != 0:

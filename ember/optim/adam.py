@@ -8,7 +8,7 @@ from ..autograd.grad_mode import no_grad
 from ..ops.creation import zeros_like
 from ..ops.elementwise import maximum
 from .optimizer import (Optimizer, check_betas, check_non_negative, check_unsupported,
-                        count, hyper, sqrt, step_counter)
+                        count, hyper, option, sqrt, step_counter)
 
 __all__ = ["Adam"]
 
@@ -67,7 +67,7 @@ class Adam(Optimizer):
         with no_grad():
             for group in self.param_groups:
                 lr, eps, weight_decay = hyper(group), group["eps"], group["weight_decay"]
-                beta1, beta2 = group["betas"]
+                beta1, beta2 = option(self, group, "betas")
                 amsgrad = group["amsgrad"]
                 for p in group["params"]:
                     grad = p.grad

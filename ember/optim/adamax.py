@@ -7,7 +7,7 @@ from ..autograd.grad_mode import no_grad
 from ..ops.creation import zeros_like
 from ..ops.elementwise import maximum
 from .optimizer import (Optimizer, check_betas, check_non_negative, check_unsupported,
-                        step_counter)
+                        count, hyper, option, step_counter)
 
 __all__ = ["Adamax"]
 
@@ -57,8 +57,8 @@ class Adamax(Optimizer):
         loss = self._evaluate(closure)
         with no_grad():
             for group in self.param_groups:
-                lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
-                beta1, beta2 = group["betas"]
+                lr, eps, weight_decay = hyper(group), group["eps"], group["weight_decay"]
+                beta1, beta2 = option(self, group, "betas")
                 for p in group["params"]:
                     grad = p.grad
                     if grad is None:
@@ -77,6 +77,6 @@ class Adamax(Optimizer):
                     exp_avg, exp_inf = state["exp_avg"], state["exp_inf"]
                     exp_avg.lerp_(grad, 1 - beta1)
                     exp_inf.copy_(maximum(exp_inf.mul_(beta2), grad.abs().add_(eps)))
-                    clr = lr / (1 - beta1 ** step_t.item())
+                    clr = lr / (1 - beta1 ** count(step_t))
                     p.addcdiv_(exp_avg, exp_inf, value=-clr)
         return loss

@@ -5,8 +5,9 @@ from typing import Any, Callable, Iterable
 
 from ..autograd.grad_mode import no_grad
 from ..ops.creation import tensor, zeros_like
+from ..tensor import Tensor
 from .optimizer import (Optimizer, check_betas, check_non_negative, check_unsupported,
-                        scalar_dtype, step_counter)
+                        count, hyper, option, scalar_dtype, step_counter)
 
 __all__ = ["NAdam"]
 
@@ -66,8 +67,8 @@ class NAdam(Optimizer):
         loss = self._evaluate(closure)
         with no_grad():
             for group in self.param_groups:
-                lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
-                beta1, beta2 = group["betas"]
+                lr, eps, weight_decay = hyper(group), group["eps"], group["weight_decay"]
+                beta1, beta2 = option(self, group, "betas")
                 momentum_decay = group["momentum_decay"]
                 for p in group["params"]:
                     grad = p.grad
@@ -82,7 +83,7 @@ class NAdam(Optimizer):
                     if group["maximize"]:
                         grad = -grad
                     step_t, mu_product = state["step"], state["mu_product"]
-                    step = step_t.add_(1).item()
+                    step = count(step_t.add_(1))
                     if weight_decay != 0:
                         if group["decoupled_weight_decay"]:
                             p.mul_(1 - lr * weight_decay)
@@ -92,7 +93,12 @@ class NAdam(Optimizer):
                     mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * momentum_decay))
                     # The product lives in a 0-d tensor of the step dtype (float32 unless
                     # the default dtype is float64), and is read back from it, as PyTorch.
-                    product = mu_product.mul_(mu).item()
+                    # (Traced, mu is a float64 tensor: round it as a Python number would be.)
+                    if isinstance(mu, Tensor):
+                        mu_product.mul_(mu.to(mu_product.dtype))
+                    else:
+                        mu_product.mul_(mu)
+                    product = count(mu_product)
                     exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
                     exp_avg.lerp_(grad, 1 - beta1)
                     exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)

@@ -37,6 +37,8 @@ def _hooked(step: Callable) -> Callable:
     def wrapper(self, *args, **kwargs):
         if self._stepping:
             return step(self, *args, **kwargs)
+        if registry._trace is not None:
+            _check_schedule_order(self, registry._trace)
         self._stepping = True
         if registry._trace is not None:
             _guard_options(self, registry._trace)
@@ -57,16 +59,47 @@ def _hooked(step: Callable) -> Callable:
 
 
 def _guard_options(optimizer, trace) -> None:
-    """ember.jit bakes an optimizer's options into the graph (all but the learning rate,
-    which is read at every call): a change of any of them must retrace."""
+    """ember.jit bakes an optimizer's options into the graph (all but the learning rate
+    and the options a scheduler cycles, which are read at every call): a change of any
+    of them, of the amount of state, or of the state tensors themselves must retrace."""
     for i, group in enumerate(optimizer.param_groups):
         def options(group=group):
-            return tuple((k, v) for k, v in group.items() if k not in ("params", "lr"))
+            per_call = optimizer._scheduled_options
+            return (tuple((k, v) for k, v in group.items()
+                          if k not in ("params", "lr") and k not in per_call),
+                    # whether a cycled option is 0 still decides which state exists
+                    tuple((k, _nonzero(group[k])) for k in sorted(per_call) if k in group))
         trace.guard(options, options(), f"{optimizer._name} param_groups[{i}] options")
 
     def entries():  # state made lazily by the first step changes what a step does
         return sum(len(s) for s in optimizer.state.values())
     trace.guard(entries, entries(), f"the number of {optimizer._name} state entries")
+
+    def tensors():  # the graph reads and writes these objects (load_state_dict replaces them)
+        return tuple(id(v) for s in optimizer.state.values() for v in s.values()
+                     if isinstance(v, Tensor))
+    trace.guard(tensors, tensors(), f"the {optimizer._name} state tensors (replaced, e.g. "
+                "by load_state_dict)")
+
+
+def _check_schedule_order(optimizer, trace) -> None:
+    """Inside ember.jit a scheduler's step runs once per call, after the graph (see
+    ``LRScheduler.step``): a later step of its optimizer in the same traced function
+    would not see the new learning rate, so it is an error rather than a silent change."""
+    deferred = optimizer._deferred_schedule
+    if deferred is None or deferred[0]() is not trace:
+        return
+    from ..compiler.trace import TraceError  # (only on this error path)
+    raise TraceError(f"ember.jit: {optimizer._name}.step() is called after {deferred[1]}."
+                     "step() in the same compiled function; the scheduler's step runs "
+                     "after the compiled graph, so this optimizer step would not see its "
+                     "new learning rate. Compile one training step per call (the scheduler "
+                     "stepped once, after the optimizer), or step the scheduler outside "
+                     "the compiled function.")
+
+
+def _nonzero(value):
+    return tuple(v != 0 for v in value) if isinstance(value, (tuple, list)) else value != 0
 
 
 def hyper(group: dict, key: str = "lr"):
@@ -78,10 +111,29 @@ def hyper(group: dict, key: str = "lr"):
     return trace.scalar_tensor((id(group), key), lambda: group[key], dtypes.float64)
 
 
-def count(step_t: Tensor):
-    """A step counter's value: a Python number eagerly, the tensor itself while ember.jit
-    traces (so the bias corrections are computed in the graph at every call)."""
-    return step_t if registry._trace is not None else step_t.item()
+def option(optimizer: "Optimizer", group: dict, key: str):
+    """``group[key]`` (a number, or a tuple of them like ``betas``). While ember.jit
+    traces, an option that a scheduler cycles (``CyclicLR``/``OneCycleLR`` with
+    ``cycle_momentum``) is read at every call, as 0-d tensors; every other option is
+    baked into the graph (and guarded by :func:`_guard_options`)."""
+    trace = registry._trace
+    value = group[key]
+    if trace is None or key not in optimizer._scheduled_options:
+        return value
+    if not isinstance(value, (tuple, list)):
+        return hyper(group, key)
+    return tuple(trace.scalar_tensor((id(group), key, i), lambda i=i: group[key][i],
+                                     dtypes.float64) for i in range(len(value)))
+
+
+def count(state_t: Tensor):
+    """The value of a 0-d state tensor (a ``step`` counter, NAdam's ``mu_product``): a
+    Python number eagerly; while ember.jit traces, the tensor itself in float64 (so the
+    bias corrections are computed in the graph at every call, in the precision of the
+    Python arithmetic of the eager step)."""
+    if registry._trace is None:
+        return state_t.item()
+    return state_t.to(dtypes.float64)
 
 
 def sqrt(x):
@@ -120,6 +172,10 @@ class Optimizer:
         self._step_post_hooks: list = []
         self._opt_called = False
         self._stepping = False
+        # Options (besides lr) that a scheduler changes at every step: see option().
+        self._scheduled_options: set[str] = set()
+        # (weakref to a trace, scheduler name): a scheduler step deferred past the graph
+        self._deferred_schedule = None
         self._check_group(defaults)
         if isinstance(params, Tensor):
             raise EmberTypeError(f"{self._name}: params should be an iterable of Tensors or "

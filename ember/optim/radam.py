@@ -6,8 +6,10 @@ from typing import Any, Callable, Iterable
 
 from ..autograd.grad_mode import no_grad
 from ..ops.creation import zeros_like
+from ..ops.elementwise import where
+from ..tensor import Tensor
 from .optimizer import (Optimizer, check_betas, check_non_negative, check_unsupported,
-                        step_counter)
+                        count, hyper, option, sqrt, step_counter)
 
 __all__ = ["RAdam"]
 
@@ -67,8 +69,8 @@ class RAdam(Optimizer):
         loss = self._evaluate(closure)
         with no_grad():
             for group in self.param_groups:
-                lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
-                beta1, beta2 = group["betas"]
+                lr, eps, weight_decay = hyper(group), group["eps"], group["weight_decay"]
+                beta1, beta2 = option(self, group, "betas")
                 rho_inf = 2 / (1 - beta2) - 1
                 for p in group["params"]:
                     grad = p.grad
@@ -81,7 +83,7 @@ class RAdam(Optimizer):
                         state["exp_avg_sq"] = zeros_like(p)
                     if group["maximize"]:
                         grad = -grad
-                    step = state["step"].add_(1).item()
+                    step = count(state["step"].add_(1))
                     if weight_decay != 0:
                         if group["decoupled_weight_decay"]:
                             p.mul_(1 - lr * weight_decay)
@@ -94,7 +96,10 @@ class RAdam(Optimizer):
                     bias_correction1 = 1 - beta1 ** step
                     bias_correction2 = 1 - beta2 ** step
                     rho_t = rho_inf - 2 * step * beta2 ** step / bias_correction2
-                    if rho_t > 5.0:
+                    if isinstance(rho_t, Tensor):  # ember.jit: both branches, chosen per call
+                        _traced_update(p, exp_avg, exp_avg_sq, lr, eps, rho_inf, rho_t,
+                                       bias_correction1, bias_correction2)
+                    elif rho_t > 5.0:
                         rect = math.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf
                                          / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
                         scale = lr * rect * math.sqrt(bias_correction2) / bias_correction1
@@ -102,3 +107,19 @@ class RAdam(Optimizer):
                     else:
                         p.add_(exp_avg, alpha=-lr / bias_correction1)
         return loss
+
+
+def _traced_update(p, exp_avg, exp_avg_sq, lr, eps, rho_inf, rho_t, bias_correction1,
+                   bias_correction2) -> None:
+    """RAdam's update with ``rho_t > 5`` decided in the graph (``rho_t`` is a traced 0-d
+    tensor): the same arithmetic as the eager branches, selected with ``where``."""
+    tractable = rho_t > 5.0
+    # (the rectification's radicand is negative for some rho_t <= 5: keep it finite)
+    radicand = where(tractable, (rho_t - 4) * (rho_t - 2) * rho_inf
+                     / ((rho_inf - 4) * (rho_inf - 2) * rho_t), 1.0)
+    rect = radicand.sqrt()
+    scale = where(tractable, lr * rect * sqrt(bias_correction2) / bias_correction1,
+                  lr / bias_correction1)
+    # untractable: p - lr / bc1 * m, i.e. the same addcdiv with a denominator of 1
+    denom = where(tractable, exp_avg_sq.sqrt().add_(eps), 1.0)
+    p.addcdiv_(exp_avg, denom, value=-scale)

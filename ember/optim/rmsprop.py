@@ -5,7 +5,8 @@ from typing import Any, Callable, Iterable
 
 from ..autograd.grad_mode import no_grad
 from ..ops.creation import zeros_like
-from .optimizer import Optimizer, check_non_negative, check_unsupported, step_counter
+from .optimizer import (Optimizer, check_non_negative, check_unsupported, hyper, option,
+                        step_counter)
 
 __all__ = ["RMSprop"]
 
@@ -60,8 +61,9 @@ class RMSprop(Optimizer):
         loss = self._evaluate(closure)
         with no_grad():
             for group in self.param_groups:
-                lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
-                weight_decay, momentum = group["weight_decay"], group["momentum"]
+                lr, alpha, eps = hyper(group), group["alpha"], group["eps"]
+                weight_decay = group["weight_decay"]
+                momentum = option(self, group, "momentum")
                 centered = group["centered"]
                 for p in group["params"]:
                     grad = p.grad
@@ -71,7 +73,7 @@ class RMSprop(Optimizer):
                     if not state:
                         state["step"] = step_counter()
                         state["square_avg"] = zeros_like(p)
-                        if momentum > 0:
+                        if group["momentum"] > 0:
                             state["momentum_buffer"] = zeros_like(p)
                         if centered:
                             state["grad_avg"] = zeros_like(p)
@@ -89,7 +91,7 @@ class RMSprop(Optimizer):
                     else:
                         avg = square_avg.sqrt()
                     avg.add_(eps)
-                    if momentum > 0:
+                    if group["momentum"] > 0:
                         buf = state["momentum_buffer"]
                         buf.mul_(momentum).addcdiv_(grad, avg)
                         p.add_(buf, alpha=-lr)

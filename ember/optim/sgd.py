@@ -6,7 +6,7 @@ from typing import Any, Callable, Iterable
 from ..autograd.grad_mode import no_grad
 from ..ops.creation import zeros_like
 from .optimizer import (Optimizer, OptimizerError, check_non_negative, check_unsupported,
-                        hyper)
+                        hyper, option)
 
 __all__ = ["SGD"]
 
@@ -61,7 +61,8 @@ class SGD(Optimizer):
         loss = self._evaluate(closure)
         with no_grad():
             for group in self.param_groups:
-                lr, momentum, dampening = hyper(group), group["momentum"], group["dampening"]
+                lr, dampening = hyper(group), group["dampening"]
+                momentum = option(self, group, "momentum")
                 weight_decay, nesterov = group["weight_decay"], group["nesterov"]
                 for p in group["params"]:
                     grad = p.grad
@@ -71,7 +72,7 @@ class SGD(Optimizer):
                         grad = -grad
                     if weight_decay != 0:
                         grad = grad.add(p, alpha=weight_decay)
-                    if momentum != 0:
+                    if group["momentum"] != 0:
                         state = self.state[p]
                         buf = state.get("momentum_buffer")
                         if buf is None:  # (made from zeros so that ember.jit sees state)

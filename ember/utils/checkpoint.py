@@ -16,6 +16,7 @@ from ..autograd import grad_mode
 from ..autograd.function import Function
 from ..autograd.graph import Node
 from ..errors import EmberError
+from ..ops import registry
 from ..ops.random import get_rng_state, set_rng_state
 from ..tensor import Tensor
 
@@ -104,12 +105,17 @@ class _Recompute(Function):
         if plan.rng_state is not None:
             current = get_rng_state()
             set_rng_state(plan.rng_state)
+        trace = registry._trace
+        if trace is not None:  # ember.jit: keep the recomputation apart from the forward
+            outer, trace.region = trace.region, object()
         try:
             with grad_mode.enable_grad():
                 out = plan.function(*_rebuild(plan.args_spec, iter(args)), **plan.kwargs)
         finally:
             if current is not None:
                 set_rng_state(current)
+            if trace is not None:
+                trace.region = outer
         outs = []
         _flatten(out, outs)
         roots, root_grads = [], []

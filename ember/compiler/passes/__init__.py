@@ -7,12 +7,19 @@ from __future__ import annotations
 from ..ir import Graph
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
+from .fold_constants import fold_constants
+from .fuse import fuse_elementwise
+from .simplify import simplify
 
-PIPELINE = (eliminate_common_subexpressions, eliminate_dead_code)
+# Rewrites that keep the graph made of registry ops (so it can still be split into a
+# forward and a backward part), then lowering into fused kernels.
+SIMPLIFY = (fold_constants, simplify, eliminate_common_subexpressions, eliminate_dead_code)
+LOWER = (fuse_elementwise,)
+PIPELINE = SIMPLIFY + LOWER
 
 
-def optimize(graph: Graph) -> Graph:
-    """``graph`` after every pass of :data:`PIPELINE`."""
-    for run in PIPELINE:
+def optimize(graph: Graph, passes=PIPELINE) -> Graph:
+    """``graph`` after every pass of ``passes`` (default :data:`PIPELINE`)."""
+    for run in passes:
         graph = run(graph)
     return graph

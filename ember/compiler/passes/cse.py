@@ -37,7 +37,7 @@ def eliminate_common_subexpressions(graph: Graph) -> Graph:
         if not ins.effect:
             params = _param_key(ins.params)
             if params is not None:
-                key = (ins.op, tuple(v.id for v in ins.inputs), params)
+                key = (ins.op, tuple(v.id for v in ins.inputs), params, id(ins.region))
         earlier = seen.get(key) if key is not None else None
         if earlier is not None:
             for old, new in zip(ins.outputs, earlier.outputs):

@@ -1,0 +1,274 @@
+"""Compiling generated C with the system compiler, and the on-disk kernel cache.
+
+The compiler is ``$CC`` (which may carry its own flags, ``CC="clang -g"``), else the
+first of ``cc``, ``gcc``, ``clang`` on the PATH. A kernel's file name is the SHA-256 of
+its source, the flags, the compiler (path, size and date of the binary) and the CPU
+(``-march=native`` code only runs where it was built), so any change makes a new file
+and a second process finds the old one without compiling. Files live in
+``$EMBER_CACHE_DIR/kernels`` (default ``~/.cache/ember/kernels``): ``<hash>.c``, kept for
+reading, and ``<hash>.so``, written under a temporary name and renamed into place, so
+no process ever loads a half-written library. ``EMBER_JIT_LOG=1`` logs each compile
+and cache hit; :data:`STATS` counts them.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+import warnings
+
+import numpy as np
+
+from ...errors import EmberError
+
+# -O3 and -march=native vectorise the inner loops; no -ffast-math and no FMA
+# contraction, so float math rounds as NumPy's does; signed overflow wraps as in NumPy.
+FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-ffp-contract=off",
+         "-fwrapv")
+OPENMP = "-fopenmp"
+
+STATS = {"compiled": 0, "disk_hits": 0, "memory_hits": 0}
+
+_loaded: dict[str, object] = {}   # cache key -> the loaded kernel function
+_probed: dict[tuple, tuple] = {}  # compiler -> the optional flags it accepts
+_compiler_cache: dict = {}
+
+
+class KernelCompileError(EmberError):
+    """The C compiler rejected a generated kernel; the message holds the compiler's
+    output and the path of the kernel's source, kept for inspection."""
+
+
+def _log(message: str) -> None:
+    if os.environ.get("EMBER_JIT_LOG", "") not in ("", "0"):
+        print(f"[ember.jit] {message}", file=sys.stderr)
+
+
+# The compiler and the machine -----------------------------------------------------------
+def find_compiler() -> list[str] | None:
+    """The C compiler's command (a list: ``$CC`` may hold flags), or None."""
+    cc = os.environ.get("CC", "")
+    key = ("CC", cc, os.environ.get("PATH", ""))
+    if key in _compiler_cache:
+        return _compiler_cache[key]
+    found = None
+    if cc.strip():
+        argv = shlex.split(cc)
+        path = shutil.which(argv[0])
+        if path is None:
+            warnings.warn(f"ember.jit: CC={cc!r} is not an executable; fused kernels run "
+                          "with NumPy", stacklevel=2)
+        else:
+            found = [path] + argv[1:]
+    else:
+        for name in ("cc", "gcc", "clang"):
+            path = shutil.which(name)
+            if path is not None:
+                found = [path]
+                break
+    _compiler_cache[key] = found
+    return found
+
+
+def _compiler_identity(argv) -> str:
+    real = os.path.realpath(argv[0])
+    try:
+        st = os.stat(real)
+        stamp = f"{st.st_size}:{st.st_mtime_ns}"
+    except OSError:
+        stamp = "?"
+    return f"{real}:{stamp}:{' '.join(argv[1:])}"
+
+
+def _cpu_identity() -> str:
+    """What -march=native depends on: the CPU model and its feature flags."""
+    parts = [platform.machine(), platform.processor()]
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("model name", "flags", "Features")):
+                    parts.append(line.strip())
+                    if len(parts) >= 4:
+                        break
+    except OSError:
+        pass
+    return "|".join(parts)
+
+
+def max_threads() -> int:
+    """How many threads a large fused kernel may use: ``EMBER_NUM_THREADS``, else the
+    CPUs this process may run on."""
+    chosen = os.environ.get("EMBER_NUM_THREADS", "").strip()
+    if chosen:
+        try:
+            return max(1, int(chosen))
+        except ValueError:
+            raise EmberError(f"EMBER_NUM_THREADS={chosen!r} is not a number") from None
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def array_data_offset() -> int | None:
+    """Where a NumPy array object keeps its data pointer (right after the object
+    header, as ``PyArrayObject_fields`` declares it), verified on live arrays; None
+    when this interpreter lays arrays out otherwise."""
+    if "offset" not in _compiler_cache:
+        offset = object.__basicsize__
+        ok = sys.implementation.name == "cpython"
+        if ok:
+            for a in (np.zeros(3), np.zeros((2, 2), np.float32)[1:], np.ones(())):
+                if ctypes.c_void_p.from_address(id(a) + offset).value != a.ctypes.data:
+                    ok = False
+        _compiler_cache["offset"] = offset if ok else None
+    return _compiler_cache["offset"]
+
+
+def cache_dir() -> str:
+    """The directory holding compiled kernels (created when missing)."""
+    root = os.environ.get("EMBER_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "ember")
+    path = os.path.join(root, "kernels")
+    try:
+        os.makedirs(path, exist_ok=True)
+        if os.access(path, os.W_OK):
+            return path
+    except OSError:
+        pass
+    fallback = os.path.join(tempfile.gettempdir(), f"ember-kernels-{os.getuid()}")
+    os.makedirs(fallback, exist_ok=True)
+    _log(f"kernel cache {path} is not writable; using {fallback}")
+    return fallback
+
+
+def cache_key(source: str, compiler) -> str:
+    text = "\0".join([source, " ".join(FLAGS + (OPENMP,)), _compiler_identity(compiler),
+                      _cpu_identity()])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+# Building and loading -------------------------------------------------------------------
+def load_kernels(sources, compile: bool = True) -> list:
+    """The compiled ``ember_kernel`` function of each ``(name, source)``: from this
+    process's memory, from the disk cache, or compiled now (misses in parallel; with
+    ``compile=False`` a miss gives None)."""
+    compiler = find_compiler()
+    if compiler is None:
+        raise EmberError("ember.jit: no C compiler found (set CC, or EMBER_JIT_BACKEND=numpy)")
+    directory = cache_dir()
+    keys = [cache_key(src, compiler) for _, src in sources]
+    result: list = [None] * len(sources)
+    missing = {}
+    for n, ((name, src), key) in enumerate(zip(sources, keys)):
+        if key in _loaded:
+            STATS["memory_hits"] += 1
+            result[n] = _loaded[key]
+            continue
+        so_path = os.path.join(directory, key + ".so")
+        function = _load(so_path) if os.path.exists(so_path) else None
+        if function is not None:
+            STATS["disk_hits"] += 1
+            _log(f"kernel cache hit: {name} ({so_path})")
+            _loaded[key] = result[n] = function
+        else:
+            missing.setdefault(key, []).append(n)
+    if missing and compile:
+        jobs = [(key, sources[ns[0]][0], sources[ns[0]][1]) for key, ns in missing.items()]
+        _compile_all(jobs, compiler, directory)
+        for key, ns in missing.items():
+            function = _load(os.path.join(directory, key + ".so"))
+            if function is None:
+                raise EmberError(f"ember.jit: cannot load the compiled kernel "
+                                 f"{os.path.join(directory, key + '.so')}")
+            _loaded[key] = function
+            for n in ns:
+                result[n] = function
+    return result
+
+
+def _load(path: str):
+    try:
+        return ctypes.CDLL(path).ember_kernel
+    except (OSError, AttributeError):
+        return None
+
+
+def _optional_flags(compiler) -> tuple:
+    """The flags this compiler accepts among -fopenmp and -march=native (found once,
+    by compiling an empty kernel)."""
+    key = tuple(compiler)
+    if key not in _probed:
+        accepted = []
+        with tempfile.TemporaryDirectory() as tmp:
+            src = os.path.join(tmp, "probe.c")
+            with open(src, "w") as f:
+                f.write("int ember_probe(int n) {\n  int s = 0;\n#pragma omp parallel for "
+                        "reduction(+:s)\n  for (int i = 0; i < n; i++) s += i;\n  return s;\n}\n")
+            base = [f for f in FLAGS if f != "-march=native"]
+            for flag in ("-march=native", OPENMP):
+                cmd = compiler + base + accepted + [flag, "-o", os.path.join(tmp, "p.so"), src]
+                if subprocess.run(cmd, capture_output=True).returncode == 0:
+                    accepted.append(flag)
+        _probed[key] = tuple(accepted)
+        _log(f"C compiler {' '.join(compiler)}: optional flags {accepted or 'none'}")
+    return _probed[key]
+
+
+def _compile_all(jobs, compiler, directory) -> None:
+    """Compile each ``(key, name, source)``, a few at a time; raise on the first that
+    fails (after the others have finished)."""
+    flags = [f for f in FLAGS if f != "-march=native"] + list(_optional_flags(compiler))
+    libs = ["-lm"]
+    running = []
+    failures = []
+    limit = max(1, os.cpu_count() or 1)
+    pending = list(jobs)
+    while pending or running:
+        while pending and len(running) < limit:
+            key, name, source = pending.pop(0)
+            c_path = os.path.join(directory, key + ".c")
+            _write_atomic(c_path, source)
+            tmp = os.path.join(directory, f"{key}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp.so")
+            cmd = compiler + flags + ["-o", tmp, c_path] + libs
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            running.append((proc, key, name, c_path, tmp, cmd, time.perf_counter()))
+        proc, key, name, c_path, tmp, cmd, start = running.pop(0)
+        output = proc.communicate()[0].decode(errors="replace")
+        if proc.returncode != 0:
+            _remove(tmp)
+            failures.append(KernelCompileError(
+                f"ember.jit: the C compiler failed on fused kernel {name} "
+                f"(exit status {proc.returncode}).\n  command: {shlex.join(cmd)}\n"
+                f"  kernel source: {c_path}\n  compiler output:\n{output.rstrip()}\n"
+                "Set EMBER_JIT_BACKEND=numpy to run fused kernels without compiling."))
+            continue
+        os.replace(tmp, os.path.join(directory, key + ".so"))
+        STATS["compiled"] += 1
+        _log(f"compiled {name} in {time.perf_counter() - start:.2f} s "
+             f"({os.path.join(directory, key + '.so')})")
+    if failures:
+        raise failures[0]
+
+
+def _write_atomic(path: str, text: str) -> None:
+    tmp = f"{path}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def _remove(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass

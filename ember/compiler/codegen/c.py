@@ -1,0 +1,394 @@
+"""The C renderer: a :class:`~ember.compiler.fused.FusedKernel` as one C function.
+
+The source depends on the kernel's program, dtypes and layout *pattern*, not on its
+sizes (they come at run time), so kernels that differ only in shape — the optimizer's
+update of every parameter — share one compiled function. The function is
+
+``void ember_kernel(sizes, in0, ..., inN, out0, ..., outM)``
+
+over the collapsed dims of the kernel's layout: one-element values are computed before
+the loops, the outer dims are one loop over rows (split across cores with OpenMP when
+the work is large), the last dim is a simple inner loop the compiler vectorises. A
+kernel with reductions makes one inner pass per stage of its reductions (a softmax:
+max, then exp and sum, then divide); values a later pass needs again are recomputed,
+or read back from an output that already holds them.
+
+Arguments are the NumPy arrays themselves (read through their documented
+``PyArrayObject`` layout, where the data pointer follows the object header), which
+costs less per call than asking each array for its address; where that layout cannot be
+verified the arrays' addresses are passed instead.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ...errors import EmberError
+from ..fused import INNER, ROW, UNIFORM, FusedKernel, numel
+from . import build, scalar
+
+# A kernel the cache does not hold is compiled when it is called for this many times.
+COMPILE_AFTER_CALLS = 2
+
+# Below this many elements a kernel runs on one core (starting threads costs more).
+PARALLEL_MIN_ELEMENTS = 32768
+
+# A kernel that may run on several cores times itself on one core and on all of them for
+# a few calls, every this many calls, and keeps the faster: on a machine other jobs
+# keep busy, a parallel loop waits for a descheduled thread and loses many times over.
+RETUNE_EVERY = 500
+
+
+class CRenderer:
+    """Renders fused kernels as C, compiles them with the system compiler (through the
+    on-disk kernel cache) and binds each kernel to its compiled function."""
+    name = "c"
+
+    def render(self, kernel: FusedKernel) -> str:
+        return render(kernel, build.array_data_offset())
+
+    def prepare(self, kernels) -> None:
+        """Bind each kernel to its compiled function when the cache has it; the others
+        run with NumPy until one of them is called for the
+        :data:`COMPILE_AFTER_CALLS`-th time, then all of them are compiled together."""
+        offset = build.array_data_offset()
+        sources = [(k.name, render(k, offset)) for k in kernels]
+        pending = []
+        for kernel, source, function in zip(kernels, sources,
+                                            build.load_kernels(sources, compile=False)):
+            if function is None:
+                pending.append((kernel, source))
+            else:
+                kernel.bind(_runner(kernel, function, offset is not None), "c")
+        if pending:
+            batch = _PendingBatch(pending, offset)
+            for kernel, _ in pending:
+                kernel.bind(batch.runner(kernel), "c-pending")
+
+
+def render(kernel: FusedKernel, data_offset: int | None) -> str:
+    """The C source of ``kernel``; ``data_offset`` is where an ndarray object keeps its
+    data pointer (None: the arguments are the data pointers)."""
+    return _Writer(kernel, data_offset).source()
+
+
+class _Writer:
+    def __init__(self, kernel: FusedKernel, data_offset):
+        self.k = kernel
+        self.offset = data_offset
+        self.level, self.phase = kernel.schedule
+        self.patterns = kernel.layout.patterns
+        self.ndim = len(kernel.layout.sizes)
+        self.lines: list[str] = []
+        self.out_of = {v: j for j, v in enumerate(kernel.outputs)}
+        self.reductions = [kernel.first_step + j for j, s in enumerate(kernel.steps)
+                           if s.is_reduction]
+
+    # Helpers ------------------------------------------------------------------------
+    def emit(self, depth: int, text: str) -> None:
+        self.lines.append("    " * depth + text)
+
+    def ctype(self, i: int) -> str:
+        return scalar.c_type(self.k.avals[i][1])
+
+    def expr(self, i: int) -> str:
+        k = self.k
+        step = k.steps[i - k.first_step]
+        args = [f"v{a}" for a in step.args]
+        text = scalar.expression(step.op.name, args, [k.avals[a][1] for a in step.args],
+                                 step.dtype, step.params)
+        if text is None:  # the fuse pass only groups ops the table can express
+            raise NotImplementedError(f"{step.op.name}: no C rule for these dtypes")
+        return text
+
+    def is_input(self, i: int) -> bool:
+        return i < len(self.k.inputs)
+
+    def is_literal(self, i: int) -> bool:
+        return len(self.k.inputs) <= i < self.k.first_step
+
+    # Source -------------------------------------------------------------------------
+    def source(self) -> str:
+        k = self.k
+        head = [f"/* ember fused kernel {k.name}: {len(k.steps)} ops, "
+                f"{self.ndim} collapsed dims */",
+                "#include <math.h>", "#include <stdint.h>"]
+        if self.offset is None:
+            head.append("#define ARRAY_DATA(a) ((void *)(a))")
+        else:
+            head.append(f"#define ARRAY_DATA(a) (*(void *const *)((const char *)(a) + "
+                        f"{self.offset}))")
+        params = ["const void *a_sizes"]
+        params += [f"const void *a_in{i}" for i in range(len(k.inputs))]
+        params += [f"void *a_out{j}" for j in range(k.n_outputs)]
+        head.append(f"void ember_kernel({', '.join(params)})")
+        self.emit(0, "{")
+        self.emit(1, "const int64_t *restrict sizes = ARRAY_DATA(a_sizes);")
+        for d in range(self.ndim):
+            self.emit(1, f"const int64_t s{d} = sizes[{d}];")
+        self.emit(1, f"const int threads = (int)sizes[{self.ndim}];")
+        for i, (shape, dtype) in enumerate(k.inputs):
+            self.emit(1, f"const {scalar.c_type(dtype)} *restrict in{i} = "
+                         f"ARRAY_DATA(a_in{i});")
+        for j, v in enumerate(k.outputs):
+            self.emit(1, f"{self.ctype(v)} *restrict out{j} = ARRAY_DATA(a_out{j});")
+        self.prologue()
+        if self.ndim:
+            if not self.reductions and self.ndim == 1:
+                self.flat_loop()
+            else:
+                self.row_loop()
+        self.emit(0, "}")
+        return "\n".join(head + self.lines) + "\n"
+
+    def prologue(self) -> None:
+        """One-element values: read, folded or computed once, before any loop."""
+        k = self.k
+        for i in range(len(k.avals)):
+            if self.level[i] != UNIFORM:
+                continue
+            if self.is_input(i):
+                value = f"in{i}[0]"
+            elif self.is_literal(i):
+                lit = k.literals[i - len(k.inputs)]
+                value = scalar.literal(lit.reshape(-1)[0], k.avals[i][1])
+            else:
+                value = self.expr(i)
+            self.emit(1, f"const {self.ctype(i)} v{i} = {value};")
+            if i in self.out_of:
+                self.emit(1, f"out{self.out_of[i]}[0] = v{i};")
+
+    def flat_loop(self) -> None:
+        """No reductions, one collapsed dim: a single loop over every element."""
+        self.emit(1, "#pragma omp parallel for simd schedule(static) num_threads(threads) "
+                     "if (threads > 1)")
+        self.emit(1, "for (int64_t c = 0; c < s0; c++) {")
+        pointers = {i: f"in{i}" for i in range(len(self.k.inputs))}
+        stores = {i: f"out{j}" for i, j in self.out_of.items() if self.level[i] == INNER}
+        self.inner_body(2, 0, pointers, stores)
+        self.emit(1, "}")
+
+    def row_loop(self) -> None:
+        """Outer dims flattened into rows (split across cores), the last dim inner."""
+        k, nd = self.k, self.ndim
+        rows = " * ".join(f"s{d}" for d in range(nd - 1)) or "1"
+        self.emit(1, f"const int64_t rows = {rows}, cols = s{nd - 1};")
+        self.emit(1, "#pragma omp parallel for schedule(static) num_threads(threads) "
+                     "if (threads > 1 && rows > 1)")
+        self.emit(1, "for (int64_t o = 0; o < rows; o++) {")
+        pointers = {}
+        offsets = {}
+        for i in range(len(k.inputs)):
+            if self.level[i] != UNIFORM:
+                offsets[i] = self.row_offset(self.patterns[i])
+        if any(off is None for off in offsets.values()):
+            self.emit(2, "int64_t rest = o;")
+            for d in range(nd - 2, 0, -1):
+                self.emit(2, f"const int64_t i{d} = rest % s{d};")
+                self.emit(2, f"rest /= s{d};")
+            self.emit(2, "const int64_t i0 = rest;")
+            for i, off in offsets.items():
+                if off is None:
+                    offsets[i] = self.indexed_offset(self.patterns[i])
+        for i, off in offsets.items():
+            if self.level[i] == ROW:
+                self.emit(2, f"const {self.ctype(i)} v{i} = in{i}[{off}];")
+            else:
+                self.emit(2, f"const {self.ctype(i)} *restrict p{i} = in{i} + {off};")
+                pointers[i] = f"p{i}"
+        stores = {}
+        for i, j in self.out_of.items():
+            if self.level[i] == INNER:
+                self.emit(2, f"{self.ctype(i)} *restrict q{j} = out{j} + o * cols;")
+                stores[i] = f"q{j}"
+        # pass p feeds the reductions whose results are ready at p + 1, and stores the
+        # inner outputs computed at p
+        n_passes = max([1] + [self.phase[r] for r in self.reductions] +
+                       [self.phase[i] + 1 for i in stores])
+        for p in range(n_passes):
+            self.row_values(2, p)
+            self.inner_pass(2, p, pointers, stores)
+        self.row_values(2, n_passes)
+        self.emit(1, "}")
+
+    def row_offset(self, pattern):
+        """An input's offset at row ``o`` when it is simple (None: needs indices)."""
+        outer = pattern[:-1]
+        if all(outer):
+            return "o * cols" if pattern[-1] else "o"
+        if not any(outer):
+            return "0"
+        return None
+
+    def indexed_offset(self, pattern) -> str:
+        terms = []
+        for d in range(self.ndim - 1):
+            if pattern[d]:
+                stride = [f"s{e}" for e in range(d + 1, self.ndim) if pattern[e]]
+                terms.append(f"i{d} * {' * '.join(stride) or '1'}")
+        return " + ".join(terms)
+
+    def row_values(self, depth: int, p: int) -> None:
+        """Row values that become ready at pass ``p`` (after its reductions)."""
+        k = self.k
+        for j, step in enumerate(k.steps):
+            i = k.first_step + j
+            if self.level[i] != ROW or step.is_reduction or self.phase[i] != p:
+                continue
+            self.emit(depth, f"const {self.ctype(i)} v{i} = {self.expr(i)};")
+            if i in self.out_of:
+                self.emit(depth, f"out{self.out_of[i]}[o] = v{i};")
+
+    def inner_pass(self, depth: int, p: int, pointers, stores) -> None:
+        """One loop over the inner dim: the inner values computed in pass ``p``, the
+        reductions fed in it, then the reductions' results."""
+        k = self.k
+        reducing = [r for r in self.reductions if self.phase[r] == p + 1]
+        computing = [i for i in stores if self.phase[i] == p]
+        if not reducing and not computing:
+            return
+        accs = []
+        for r in reducing:
+            step = k.steps[r - k.first_step]
+            acc_type = scalar.accumulator_type(step.op.name, step.dtype)
+            start = scalar.accumulator_start(step.op.name, step.dtype)
+            self.emit(depth, f"{acc_type} acc{r} = {start};")
+            accs.append(f"acc{r}")
+        sums = all(k.steps[r - k.first_step].op.name == "sum" for r in reducing)
+        if reducing and sums:
+            self.emit(depth, f"#pragma omp simd reduction(+:{', '.join(accs)})")
+        self.emit(depth, "for (int64_t c = 0; c < cols; c++) {")
+        self.inner_body(depth + 1, p, pointers, stores, reducing)
+        self.emit(depth, "}")
+        for r in reducing:
+            self.emit(depth, f"const {self.ctype(r)} v{r} = ({self.ctype(r)})acc{r};")
+            if r in self.out_of:
+                self.emit(depth, f"out{self.out_of[r]}[o] = v{r};")
+
+    def inner_body(self, depth: int, p: int, pointers, stores, reducing=()) -> None:
+        k = self.k
+        done: set = set()
+
+        def need(i):
+            if self.level[i] != INNER or i in done:
+                return
+            done.add(i)
+            if i in pointers:
+                self.emit(depth, f"const {self.ctype(i)} v{i} = {pointers[i]}[c];")
+                return
+            if self.phase[i] < p and i in stores:  # an earlier pass stored it
+                self.emit(depth, f"const {self.ctype(i)} v{i} = {stores[i]}[c];")
+                return
+            for a in k.steps[i - k.first_step].args:
+                need(a)
+            self.emit(depth, f"const {self.ctype(i)} v{i} = {self.expr(i)};")
+            if i in stores and self.phase[i] == p:
+                self.emit(depth, f"{stores[i]}[c] = v{i};")
+
+        for i in sorted(stores):
+            if self.phase[i] == p:
+                need(i)
+        for r in reducing:
+            step = k.steps[r - k.first_step]
+            (a,) = step.args
+            need(a)
+            self.emit(depth, scalar.accumulate(step.op.name, f"acc{r}", f"v{a}"))
+
+
+# Calling the compiled function -------------------------------------------------------
+class _PendingBatch:
+    """Kernels prepared together whose code is not compiled yet: they run with NumPy
+    until one is called often enough to be worth compiling (a function traced and run
+    once, as in a test, never pays for the compiler), then all compile in parallel."""
+
+    def __init__(self, pending, offset):
+        self.pending = pending
+        self.offset = offset
+        self.error = None  # a failed compile fails every later call the same way
+
+    def runner(self, kernel: FusedKernel):
+        calls = [0]
+
+        def run(xp, *arrays):
+            calls[0] += 1
+            if calls[0] < COMPILE_AFTER_CALLS:
+                return kernel.evaluate(xp, *arrays)
+            self.compile()
+            return kernel.forward(xp, *arrays)
+        return run
+
+    def compile(self) -> None:
+        if self.error is not None:
+            raise self.error
+        try:
+            functions = build.load_kernels([source for _, source in self.pending])
+        except EmberError as exc:
+            self.error = exc
+            raise
+        for (kernel, _), function in zip(self.pending, functions):
+            kernel.bind(_runner(kernel, function, self.offset is not None), "c")
+        self.pending = []
+
+
+def _runner(kernel: FusedKernel, function, object_mode: bool):
+    """``run(xp, *arrays)`` calling the compiled ``function`` for ``kernel``'s shapes."""
+    import ctypes
+    # the collapsed sizes, then the number of threads to use
+    sizes = np.array(kernel.layout.sizes + (1,), dtype=np.int64)
+    n_args = 1 + len(kernel.inputs) + kernel.n_outputs
+    function.restype = None
+    function.argtypes = [ctypes.py_object if object_mode else ctypes.c_void_p] * n_args
+    in_specs = [(dtype.np, numel(shape) > 1) for shape, dtype in kernel.inputs]
+    out_specs = [(tuple(kernel.avals[v][0]), kernel.avals[v][1].np) for v in kernel.outputs]
+    ndarray, empty, asarray = np.ndarray, np.empty, np.asarray
+    single = kernel.n_outputs == 1
+    threads = build.max_threads()
+    parallel = numel(kernel.domain) >= PARALLEL_MIN_ELEMENTS and threads > 1 and \
+        (kernel.layout.rows > 1 or not kernel.reduced)
+    call = _ThreadTuner(function, sizes, threads) if parallel else function
+    if not object_mode:
+        def call(*args, _call=call):
+            return _call(*[a.ctypes.data for a in args])
+
+    def run(xp, *arrays):
+        args = [sizes]
+        for a, (dtype, whole) in zip(arrays, in_specs):
+            if a.__class__ is not ndarray or a.dtype is not dtype or \
+                    (whole and not a.flags.c_contiguous):
+                a = asarray(a, dtype=dtype, order="C")
+            args.append(a)
+        outs = [empty(shape, dtype) for shape, dtype in out_specs]
+        call(*args, *outs)
+        return outs[0] if single else tuple(outs)
+    return run
+
+
+class _ThreadTuner:
+    """Calls a kernel with the number of threads that has lately been faster: every
+    :data:`RETUNE_EVERY` calls, three on all cores and three on one are timed."""
+    __slots__ = ("function", "sizes", "threads", "calls", "times")
+
+    def __init__(self, function, sizes, threads: int):
+        self.function, self.sizes, self.threads = function, sizes, threads
+        self.calls = 0
+        self.times: dict = {1: [], threads: []}
+
+    def __call__(self, *args):
+        phase = self.calls % RETUNE_EVERY
+        self.calls += 1
+        if phase >= 6:
+            return self.function(*args)
+        n = 1 if phase % 2 else self.threads
+        self.sizes[-1] = n
+        start = time.perf_counter()
+        self.function(*args)
+        self.times[n].append(time.perf_counter() - start)
+        if phase == 5:
+            one, many = (sorted(self.times[k])[1] for k in (1, self.threads))
+            self.sizes[-1] = self.threads if many < 0.9 * one else 1
+            for k in self.times:
+                self.times[k].clear()
+
+
+__all__ = ["CRenderer", "render", "COMPILE_AFTER_CALLS", "PARALLEL_MIN_ELEMENTS", "RETUNE_EVERY"]

@@ -1,0 +1,265 @@
+"""How each fusible registry op computes one element, as a C expression.
+
+The table is shared by every renderer of fused kernels: C and CUDA C spell scalar math the
+same way (``expf``, ``a < b ? a : b``), so a CUDA renderer reuses it and only changes the
+loops around it. A rule gets the operands' C expressions (plain variable names), their
+dtypes, the result's dtype and the op's parameters, and returns the expression, or None
+when it cannot express that case (the op then stays a registry op, run by NumPy).
+
+Every rule reproduces the op's NumPy forward element by element: the same operations in
+the same order and precision (float32 math stays float32), NaN propagating where NumPy
+propagates it.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+# C spelling of each dtype a fused kernel can hold (half types stay in NumPy).
+C_TYPES = {"float32": "float", "float64": "double", "int8": "int8_t", "int16": "int16_t",
+           "int32": "int32_t", "int64": "int64_t", "uint8": "uint8_t", "bool": "uint8_t"}
+
+_FLOATS = ("float32", "float64")
+_NUMBERS = _FLOATS + ("int8", "int16", "int32", "int64", "uint8")
+
+
+def c_type(dtype) -> str:
+    """The C type holding one element of ``dtype``."""
+    return C_TYPES[dtype.name]
+
+
+def literal(value, dtype) -> str:
+    """``value`` as an exact C literal of ``dtype`` (hex floats: no decimal rounding)."""
+    name = dtype.name
+    if name == "bool":
+        return "1" if value else "0"
+    if name in _FLOATS:
+        value = float(value)
+        suffix = "f" if name == "float32" else ""
+        if math.isnan(value):
+            return f"(({c_type(dtype)})NAN)"
+        if math.isinf(value):
+            return f"(({c_type(dtype)}){'-' if value < 0 else ''}INFINITY)"
+        return f"({value.hex()}{suffix})"
+    value = int(value)
+    if name == "int64":
+        # INT64_MIN has no literal of its own; (-x - 1) spells it portably
+        return f"((int64_t){value}LL)" if value > -2 ** 63 else "(-9223372036854775807LL - 1)"
+    return f"(({c_type(dtype)}){value})"
+
+
+def _math(name: str, dtype) -> str:
+    return name + "f" if dtype.name == "float32" else name
+
+
+def _float_unary(fn):
+    return lambda a, ins, out, p: f"{_math(fn, out)}({a[0]})" if out.name in _FLOATS else None
+
+
+def _arith(symbol, kinds=_NUMBERS):
+    return lambda a, ins, out, p: f"({a[0]} {symbol} {a[1]})" if out.name in kinds else None
+
+
+def _compare(symbol):
+    return lambda a, ins, out, p: f"({a[0]} {symbol} {a[1]})"
+
+
+def _max(a, b):
+    # NumPy's maximum: NaN in either operand gives NaN (a != a only for NaN)
+    return f"(({a} > {b} || {a} != {a}) ? {a} : {b})"
+
+
+def _min(a, b):
+    return f"(({a} < {b} || {a} != {a}) ? {a} : {b})"
+
+
+def _when(kinds, text):
+    return lambda a, ins, out, p: text(a, out) if out.name in kinds else None
+
+
+def _abs(a, ins, out, p):
+    if out.name in _FLOATS:
+        return f"{_math('fabs', out)}({a[0]})"
+    return f"({a[0]} < 0 ? -{a[0]} : {a[0]})" if out.name in _NUMBERS else None
+
+
+def _sign(a, ins, out, p):
+    x = a[0]
+    if out.name in _FLOATS:  # NaN and signed zeros pass through, as in NumPy
+        return f"({x} > 0 ? {literal(1, out)} : ({x} < 0 ? {literal(-1, out)} : {x}))"
+    return f"(({x} > 0) - ({x} < 0))" if out.name in _NUMBERS and out.is_signed else None
+
+
+def _rounding(fn):
+    def rule(a, ins, out, p):
+        if out.name in _FLOATS:
+            return f"{_math(fn, out)}({a[0]})"
+        return a[0] if out.name in _NUMBERS else None  # integers round to themselves
+    return rule
+
+
+def _round(a, ins, out, p):
+    if p.get("decimals", 0) != 0:
+        return None
+    # rint rounds half to even, as NumPy does
+    return _rounding("nearbyint")(a, ins, out, p)
+
+
+def _pow(a, ins, out, p):
+    if out.name not in _FLOATS:
+        return None
+    return f"{_math('pow', out)}({a[0]}, {a[1]})"
+
+
+def _cast(a, ins, out, p):
+    src, x = ins[0], a[0]
+    if out.name == "bool":
+        return f"({x} != 0)"
+    if src.name in _FLOATS and out.name not in _FLOATS and not out.is_signed:
+        return None  # float -> unsigned: NumPy goes through a signed integer first
+    return f"(({c_type(out)}){x})"
+
+
+def _xlogy(a, ins, out, p):
+    if out.name not in _FLOATS:
+        return None
+    return f"({a[0]} == 0 ? {literal(0, out)} : {a[0]} * {_math('log', out)}({a[1]}))"
+
+
+def _relu(a, ins, out, p):
+    if out.name not in _NUMBERS:
+        return None
+    return f"({a[0]} < 0 ? {literal(0, out)} : {a[0]})"  # NaN stays NaN, as maximum(x, 0)
+
+
+def _sigmoid(a, ins, out, p):
+    if out.name not in _FLOATS:
+        return None
+    one = literal(1, out)
+    return f"({one} / ({one} + {_math('exp', out)}(-{a[0]})))"
+
+
+def _predicate(fn):
+    return lambda a, ins, out, p: f"({fn}({a[0]}) != 0)" if ins[0].name in _FLOATS else None
+
+
+def _logical(op):
+    return lambda a, ins, out, p: f"(({a[0]} != 0) {op} ({a[1]} != 0))"
+
+
+def _clamp(a, ins, out, p):
+    if out.name not in _NUMBERS:
+        return None
+    return _min(_max(a[0], a[1]), a[2])
+
+
+def _lerp(a, ins, out, p):
+    if out.name not in _FLOATS:
+        return None
+    s, e, w = a
+    return f"({s} + {w} * ({e} - {s}))"
+
+
+RULES = {
+    "add": _arith("+"),
+    "sub": _arith("-"),
+    "mul": _arith("*"),
+    "div": _arith("/", _FLOATS),
+    "neg": _when(_NUMBERS, lambda a, out: f"(-{a[0]})"),
+    "abs": _abs,
+    "sign": _sign,
+    "square": _when(_NUMBERS, lambda a, out: f"({a[0]} * {a[0]})"),
+    "reciprocal": _when(_FLOATS, lambda a, out: f"({literal(1, out)} / {a[0]})"),
+    "rsqrt": _when(_FLOATS, lambda a, out: f"({literal(1, out)} / {_math('sqrt', out)}({a[0]}))"),
+    "relu": _relu,
+    "sigmoid": _sigmoid,
+    "floor": _rounding("floor"),
+    "ceil": _rounding("ceil"),
+    "trunc": _rounding("trunc"),
+    "round": _round,
+    "pow": _pow,
+    "atan2": lambda a, ins, out, p: (f"{_math('atan2', out)}({a[0]}, {a[1]})"
+                                     if out.name in _FLOATS else None),
+    "maximum": _when(_NUMBERS, lambda a, out: _max(a[0], a[1])),
+    "minimum": _when(_NUMBERS, lambda a, out: _min(a[0], a[1])),
+    "fmax": _when(_FLOATS, lambda a, out: f"{_math('fmax', out)}({a[0]}, {a[1]})"),
+    "fmin": _when(_FLOATS, lambda a, out: f"{_math('fmin', out)}({a[0]}, {a[1]})"),
+    "clamp": _clamp,
+    "lerp": _lerp,
+    "xlogy": _xlogy,
+    "cast": _cast,
+    "where": lambda a, ins, out, p: f"({a[0]} ? {a[1]} : {a[2]})",
+    "masked_fill": lambda a, ins, out, p: f"({a[1]} ? {a[2]} : {a[0]})",
+    "eq": _compare("=="),
+    "ne": _compare("!="),
+    "lt": _compare("<"),
+    "le": _compare("<="),
+    "gt": _compare(">"),
+    "ge": _compare(">="),
+    "logical_and": _logical("&&"),
+    "logical_or": _logical("||"),
+    "logical_xor": _logical("!="),
+    "logical_not": lambda a, ins, out, p: f"({a[0]} == 0)",
+    "isnan": _predicate("isnan"),
+    "isinf": _predicate("isinf"),
+    "isfinite": _predicate("isfinite"),
+}
+for _name in ("exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "sin", "cos",
+              "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh"):
+    RULES[_name] = _float_unary(_name)
+
+# Reductions a fused kernel can end a loop over its last dims with: the accumulator's
+# start value and its update (NaN-propagating for max and min, as NumPy's).
+REDUCTIONS = ("sum", "amax", "amin")
+
+
+def accumulator_type(op_name: str, out) -> str:
+    """The C type a reduction accumulates in (float32 sums accumulate in double)."""
+    if op_name == "sum":
+        return "double" if out.name in _FLOATS else "int64_t"
+    return c_type(out)
+
+
+def accumulator_start(op_name: str, out) -> str | None:
+    if op_name == "sum":
+        return "0"
+    if out.name in _FLOATS:
+        return literal(-math.inf if op_name == "amax" else math.inf, out)
+    if out.name in _NUMBERS:
+        info = np.iinfo(out.np)
+        return literal(info.min if op_name == "amax" else info.max, out)
+    return None
+
+
+def accumulate(op_name: str, acc: str, x: str) -> str:
+    """The statement adding element ``x`` into accumulator ``acc``."""
+    if op_name == "sum":
+        return f"{acc} += {x};"
+    pick = _max(x, acc) if op_name == "amax" else _min(x, acc)
+    return f"{acc} = {pick};"
+
+
+def expression(op_name: str, args, in_dtypes, out, params) -> str | None:
+    """The C expression for one element of ``op_name`` (None when not expressible)."""
+    rule = RULES.get(op_name)
+    if rule is None or out.name not in C_TYPES or \
+            any(d.name not in C_TYPES for d in in_dtypes):
+        return None
+    return rule(list(args), list(in_dtypes), out, params)
+
+
+def can_lower(op_name: str, in_dtypes, out, params) -> bool:
+    """Whether a fused kernel can compute ``op_name`` for these dtypes and params."""
+    if op_name in REDUCTIONS:
+        if out.name not in C_TYPES or in_dtypes[0].name not in C_TYPES:
+            return False
+        if op_name != "sum" and (in_dtypes[0] is not out or out.name == "bool"):
+            return False
+        return accumulator_start(op_name, out) is not None
+    names = [f"x{i}" for i in range(len(in_dtypes))]
+    return expression(op_name, names, in_dtypes, out, params) is not None
+
+
+__all__ = ["C_TYPES", "RULES", "REDUCTIONS", "c_type", "literal", "expression", "can_lower",
+           "accumulator_type", "accumulator_start", "accumulate"]

@@ -1,0 +1,176 @@
+"""Elementwise and reduction fusion: producer–consumer chains of elementwise ops, and
+reductions over the last dims with what follows them, become one
+:class:`~ember.compiler.fused.FusedKernel` instruction — one loop nest instead of one
+pass over memory (and one temporary array) per op.
+
+A group grows in program order. An instruction joins the groups of the values it reads
+when it is an op a kernel can compute (``codegen/scalar.py``) and their shapes fit one
+loop nest: the same shape; a one-element value (computed once, before the loop); or, in
+a group with a reduction, one value per row of the reduced dims (a softmax's max and
+sum, a layer norm's mean and variance). A value of the group that something outside
+reads becomes an extra output of the kernel. Once an outside instruction reads a group,
+the group takes no new members: the fused instruction stands where its last member
+stood, so everything that reads it still comes after it, and effects are never members.
+"""
+from __future__ import annotations
+
+import math
+
+from ...ops.registry import Op
+from ..codegen import scalar
+from ..fused import FusedKernel, Step, keepdim_shape, plan_layout
+from ..ir import Graph, Instr
+
+
+class _Group:
+    __slots__ = ("members", "domain", "reduced", "shapes", "region", "sealed")
+
+    def __init__(self, ins, domain, reduced, shapes, region):
+        self.members = [ins]
+        self.domain, self.reduced = domain, reduced
+        self.shapes = shapes  # every value's shape on the domain (for plan_layout)
+        self.region = region  # a recompute region is fused only with itself
+        self.sealed = False
+
+
+def fuse_elementwise(graph: Graph) -> Graph:
+    """Replace each fusible chain of at least two instructions by one fused kernel.
+
+    >>> g = fuse_elementwise(g)   # add, mul, exp over one shape -> fused_add_mul_exp
+    """
+    literals = {c.value.id: c.array for c in graph.constants
+                if math.prod(c.value.shape) == 1 and c.value.dtype.name in scalar.C_TYPES}
+    order = {id(ins): i for i, ins in enumerate(graph.instrs)}
+    group_of: dict[int, _Group] = {}  # value id -> the group that makes it
+    groups: dict[int, _Group] = {}
+    for ins in graph.instrs:
+        sources = []
+        for v in ins.inputs:
+            g = group_of.get(v.id)
+            if g is not None and all(g is not s for s in sources):
+                sources.append(g)
+        group = _start(ins, literals)
+        if group is None:
+            for g in sources:
+                g.sealed = True
+            continue
+        for g in sources:
+            merged = None if g.sealed else _merge(group, g)
+            if merged is None:
+                g.sealed = True
+                continue
+            del groups[id(g)]
+            group = merged
+        groups[id(group)] = group
+        for m in group.members:
+            for v in m.outputs:
+                group_of[v.id] = group
+    fused = {}
+    for g in groups.values():
+        if len(g.members) < 2:
+            continue
+        g.members.sort(key=lambda m: order[id(m)])
+        ins = _fused_instr(graph, g, literals)
+        if ins is not None:
+            fused[id(g.members[-1])] = ins
+            for m in g.members[:-1]:
+                fused[id(m)] = None
+    if fused:
+        graph.instrs = [fused.get(id(ins), ins) for ins in graph.instrs
+                        if fused.get(id(ins), ins) is not None]
+    return graph
+
+
+def _start(ins: Instr, literals) -> _Group | None:
+    """A group holding just ``ins``, or None when ``ins`` cannot be fused."""
+    op = ins.op
+    if ins.effect or op.__class__ is not Op or op.n_outputs != 1:
+        return None
+    out = ins.outputs[0]
+    if math.prod(out.shape) == 0:
+        return None
+    in_dtypes = [v.dtype for v in ins.inputs]
+    if not scalar.can_lower(op.name, in_dtypes, out.dtype, ins.params):
+        return None
+    shapes = {tuple(v.shape) for v in ins.inputs}
+    if op.name in scalar.REDUCTIONS:
+        domain, reduced = tuple(ins.inputs[0].shape), tuple(ins.params["dims"])
+        if math.prod(keepdim_shape(domain, reduced)) == math.prod(domain):
+            return None  # nothing to reduce
+        shapes.add(keepdim_shape(domain, reduced))
+    else:
+        domain, reduced = tuple(out.shape), ()
+        shapes.add(tuple(out.shape))
+    if plan_layout(domain, reduced, shapes) is None:
+        return None
+    return _Group(ins, domain, reduced, shapes, getattr(ins, "region", None))
+
+
+def _merge(a: _Group, b: _Group) -> _Group | None:
+    """``a`` and ``b`` as one group, or None when they do not fit one loop nest."""
+    if a.region is not b.region:
+        return None
+    info = _merge_domains((a.domain, a.reduced), (b.domain, b.reduced))
+    if info is None:
+        return None
+    domain, reduced = info
+    shapes = a.shapes | b.shapes
+    if plan_layout(domain, reduced, shapes) is None:
+        return None
+    merged = _Group(None, domain, reduced, shapes, a.region)
+    merged.members = b.members + a.members
+    return merged
+
+
+def _merge_domains(a, b):
+    (da, ra), (db, rb) = a, b
+    if not ra and math.prod(da) == 1 and len(da) <= len(db):
+        return b  # one-element values: computed once, before the loops
+    if not rb and math.prod(db) == 1 and len(db) <= len(da):
+        return a
+    if da == db and (not ra or not rb or ra == rb):
+        return da, ra or rb
+    if ra and not rb and db == keepdim_shape(da, ra):
+        return a  # b's values are one per row of a's reduction
+    if rb and not ra and da == keepdim_shape(db, rb):
+        return b
+    return None
+
+
+def _fused_instr(graph: Graph, group: _Group, literals) -> Instr | None:
+    members = group.members
+    made = {v.id for m in members for v in m.outputs}
+    inputs, lits, local = [], [], {}
+    for m in members:
+        for v in m.inputs:
+            if v.id in made or v.id in local:
+                continue
+            local[v.id] = None
+            (lits if v.id in literals else inputs).append(v)
+    for i, v in enumerate(inputs + lits):
+        local[v.id] = i
+    steps = []
+    for m in members:
+        v = m.outputs[0]
+        local[v.id] = len(inputs) + len(lits) + len(steps)
+        steps.append(Step(m.op, [local[a.id] for a in m.inputs], m.params, v.shape, v.dtype))
+    inside = {id(m) for m in members}
+    roots = {v.id for v in graph.live_roots()}
+    read_outside = set(roots)
+    for ins in graph.instrs:
+        if id(ins) not in inside:
+            read_outside.update(v.id for v in ins.inputs if v.id in made)
+    outs = [m.outputs[0] for m in members if m.outputs[0].id in read_outside]
+    if not outs:
+        return None
+    try:
+        kernel = FusedKernel([(v.shape, v.dtype) for v in inputs],
+                             [literals[v.id] for v in lits], steps,
+                             [local[v.id] for v in outs], group.domain, group.reduced)
+    except ValueError:
+        return None
+    fused = Instr(kernel, inputs, {}, [], where=members[-1].where)
+    fused.outputs = outs
+    for i, v in enumerate(outs):
+        v.producer, v.index = fused, i
+    return fused

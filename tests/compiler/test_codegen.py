@@ -1,0 +1,377 @@
+"""Generated C kernels (``ember.compiler.codegen``): every op rule against the op's own
+NumPy forward, for each dtype and broadcasting layout; reductions and multi-pass
+kernels; the on-disk cache shared between processes; compiler failures; the NumPy
+backend."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import ember
+from ember import dtypes as dt
+from ember.compiler.codegen import backend_name, build, c, prepare_kernels
+from ember.compiler.fused import FusedKernel, Step
+from ember.ops.registry import OPS, AbstractValue, infer
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RNG = np.random.default_rng(1)
+TOL = {"float32": dict(rtol=3e-6, atol=1e-6), "float64": dict(rtol=1e-13, atol=1e-14)}
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("kernels"))
+
+
+@pytest.fixture
+def use_c(monkeypatch, cache_dir):
+    """The C backend, compiling on a kernel's first call, into a private cache."""
+    if build.find_compiler() is None:
+        pytest.skip("no C compiler")
+    monkeypatch.setenv("EMBER_CACHE_DIR", cache_dir)
+    monkeypatch.delenv("EMBER_JIT_BACKEND", raising=False)
+    monkeypatch.setattr(c, "COMPILE_AFTER_CALLS", 1)
+
+
+def make_kernel(inputs, program, outputs=None, domain=None, reduced=()):
+    """A kernel over ``inputs`` (arrays: their shapes and dtypes) running ``program``,
+    a list of ``(op name, argument indices, params)``; returns every step by default."""
+    avals = [(np.shape(a), dt.as_dtype(np.asarray(a).dtype)) for a in inputs]
+    steps = []
+    for name, args, params in program:
+        op = OPS[name]
+        out = infer(op, *[AbstractValue(*avals[i]) for i in args], **params)
+        steps.append(Step(op, args, params, out.shape, out.dtype))
+        avals.append((out.shape, out.dtype))
+    if outputs is None:
+        outputs = list(range(len(inputs), len(avals)))
+    if domain is None:
+        domain = np.broadcast_shapes(*[a[0] for a in avals])
+    return FusedKernel(avals[:len(inputs)], [], steps, outputs, domain, reduced)
+
+
+def compiled_and_reference(kernel, arrays):
+    """(the compiled kernel's outputs, the steps' NumPy forwards' outputs)."""
+    expected = kernel.evaluate(np, *arrays)
+    prepare_kernels([kernel])
+    actual = kernel.forward(np, *arrays)
+    assert kernel.backend == "c"
+    if kernel.n_outputs == 1:
+        return [actual], [expected]
+    return list(actual), list(expected)
+
+
+def assert_same(kernel, actual, expected, tol):
+    for k, (a, e) in enumerate(zip(actual, expected)):
+        step = kernel.steps[kernel.outputs[k] - kernel.first_step]
+        e = np.asarray(e)
+        what = f"{step.op.name} {step.params or ''} -> {step.dtype.name}"
+        assert a.shape == e.shape and a.dtype == e.dtype, what
+        if a.dtype.kind == "f":
+            np.testing.assert_allclose(a, e, equal_nan=True, err_msg=what, **tol)
+        else:
+            np.testing.assert_array_equal(a, e, err_msg=what)
+
+
+# Every rule, each dtype ----------------------------------------------------------------
+UNIT = ["exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt",
+        "reciprocal", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
+        "sigmoid"]
+SIGNED = ["neg", "abs", "sign", "square", "relu", "floor", "ceil", "trunc"]
+PAIR = ["add", "sub", "mul", "div", "pow", "atan2", "maximum", "minimum", "fmax", "fmin",
+        "xlogy", "eq", "ne", "lt", "le", "gt", "ge"]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_float_rules_match_numpy_forwards(use_c, dtype):
+    x = RNG.uniform(0.1, 0.9, (4, 3, 5)).astype(dtype)        # inside every op's domain
+    y = RNG.uniform(0.5, 2.0, (3, 5)).astype(dtype)           # broadcasts along dim 0
+    z = np.round(RNG.uniform(-2, 2, (4, 3, 5)), 1).astype(dtype)  # signs, halves, zeros
+    s = np.asarray(0.3, dtype)
+    mask = RNG.random((3, 5)) < 0.5
+    other = "float64" if dtype == "float32" else "float32"
+    program = [(n, [0], {}) for n in UNIT] + [(n, [2], {}) for n in SIGNED]
+    program += [(n, [0, 1], {}) for n in PAIR]
+    program += [("round", [2], {"decimals": 0}), ("lerp", [0, 1, 3], {}),
+                ("clamp", [2, 3, 1], {}), ("where", [4, 0, 2], {}),
+                ("masked_fill", [0, 4, 3], {}), ("cast", [2], {"dtype": dt.as_dtype(other)}),
+                ("cast", [2], {"dtype": dt.int32}), ("cast", [2], {"dtype": dt.bool}),
+                ("isnan", [2], {}), ("isinf", [0], {}), ("isfinite", [0], {})]
+    kernel = make_kernel([x, y, z, s, mask], program)
+    actual, expected = compiled_and_reference(kernel, [x, y, z, s, mask])
+    assert_same(kernel, actual, expected, TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int32", "int64", "uint8"])
+def test_integer_rules_match_numpy_forwards(use_c, dtype):
+    lo, hi = (0, 200) if dtype == "uint8" else (-100, 100)   # int8 sums wrap, as in NumPy
+    a = RNG.integers(lo, hi, (4, 3, 5)).astype(dtype)
+    b = RNG.integers(lo + 1, hi, (3, 5)).astype(dtype)
+    mask = RNG.random((4, 3, 5)) < 0.5
+    names = ["add", "sub", "mul", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge"]
+    program = [(n, [0, 1], {}) for n in names]
+    program += [(n, [0], {}) for n in ("neg", "square", "relu", "floor")]
+    program += [("where", [2, 0, 1], {}), ("clamp", [0, 1, 0], {}),
+                ("cast", [0], {"dtype": dt.float32}), ("cast", [0], {"dtype": dt.bool}),
+                ("cast", [0], {"dtype": dt.int64 if dtype != "int64" else dt.int16})]
+    if dtype != "uint8":
+        program += [("abs", [0], {}), ("sign", [0], {})]
+    kernel = make_kernel([a, b, mask], program)
+    actual, expected = compiled_and_reference(kernel, [a, b, mask])
+    assert_same(kernel, actual, expected, {})
+
+
+def test_bool_rules_match_numpy_forwards(use_c):
+    p, q = RNG.random((6, 7)) < 0.5, RNG.random((7,)) < 0.5
+    program = [(n, [0, 1], {}) for n in ("logical_and", "logical_or", "logical_xor",
+                                         "eq", "ne")]
+    program += [("logical_not", [0], {}), ("where", [0, 1, 0], {}),
+                ("cast", [0], {"dtype": dt.float32})]
+    kernel = make_kernel([p, q], program)
+    actual, expected = compiled_and_reference(kernel, [p, q])
+    assert_same(kernel, actual, expected, {})
+
+
+def test_nan_and_infinity_propagate_as_in_numpy(use_c):
+    x = np.array([np.nan, 1.0, -np.inf, np.inf, -0.0, 2.0], np.float32)
+    y = np.array([1.0, np.nan, 0.0, np.nan, 0.0, -np.inf], np.float32)
+    program = [(n, [0, 1], {}) for n in ("maximum", "minimum", "fmax", "fmin", "add")]
+    program += [(n, [0], {}) for n in ("relu", "sign", "abs", "sigmoid", "exp", "isnan")]
+    kernel = make_kernel([x, y], program)
+    actual, expected = compiled_and_reference(kernel, [x, y])
+    assert_same(kernel, actual, expected, TOL["float32"])
+
+
+# Layouts ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("shapes", [[(3, 1, 5), (4, 1)], [(2, 3), (2, 1)], [(6,), ()],
+                                    [(2, 1, 4), (1, 3, 1)], [(4, 1, 5), (4, 1, 5)],
+                                    [(1,), (5,)], [(), ()], [(2, 3, 4, 5), (3, 1, 5)]],
+                         ids=str)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_broadcasting_layouts(use_c, shapes, dtype):
+    arrays = [RNG.standard_normal(s).astype(dtype) for s in shapes]
+    kernel = make_kernel(arrays, [("add", [0, 1], {}), ("mul", [2, 0], {}),
+                                  ("tanh", [3], {})])
+    actual, expected = compiled_and_reference(kernel, arrays)
+    assert_same(kernel, actual, expected, TOL[dtype])
+    np.testing.assert_allclose(actual[-1], np.tanh((arrays[0] + arrays[1]) * arrays[0]),
+                               **TOL[dtype])
+
+
+def test_inputs_that_are_views_scalars_or_another_dtype(use_c):
+    base = RNG.standard_normal((5, 8)).astype(np.float32)
+    y = RNG.standard_normal((8, 5)).astype(np.float32)
+    kernel = make_kernel([y, y, np.float32(1)], [("add", [0, 1], {}), ("mul", [3, 2], {})])
+    prepare_kernels([kernel])
+    views = [base.T, y[::-1], np.float32(2.5)]  # transposed, negative strides, a scalar
+    out = kernel.forward(np, *views)
+    np.testing.assert_allclose(out[1], (base.T + y[::-1]) * 2.5, rtol=1e-6)
+    out64 = kernel.forward(np, y.astype(np.float64), y, 2.0)  # converted to the kernel's
+    np.testing.assert_allclose(out64[1], (y + y) * 2, rtol=1e-6)
+
+
+def test_source_does_not_depend_on_sizes():
+    def source(shape, bias_shape):
+        x, b = np.zeros(shape, np.float32), np.zeros(bias_shape, np.float32)
+        return c.render(make_kernel([x, b], [("add", [0, 1], {}), ("exp", [2], {})]), 16)
+    assert source((8, 5), (5,)) == source((30, 7), (7,))     # one function for both
+    assert source((8, 5), (5,)) == source((8, 5, 2), (5, 2))  # dims 1, 2 merge: [8, 10]
+    assert source((8, 5), (5,)) != source((8, 5), (8, 1))     # another broadcast pattern
+    assert source((8, 5), (5,)) != source((8, 5, 2), (5, 1))  # three dims stay apart
+
+
+# Reductions -------------------------------------------------------------------------------
+@pytest.mark.parametrize("op", ["sum", "amax", "amin"])
+@pytest.mark.parametrize("dims,keepdim", [((1,), True), ((1,), False), ((1, 2), True),
+                                          ((0, 1, 2), False)])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_trailing_reductions(use_c, op, dims, keepdim, dtype):
+    x = RNG.standard_normal((3, 4, 50)).astype(dtype)
+    x[1, 2, 7] = np.nan  # NaN propagates through max and min, as NumPy's
+    if dims == (1,):
+        x = x[:, :, 0].copy()
+    params = {"dims": dims, "keepdim": keepdim}
+    if op == "sum":
+        params["dtype"] = None
+    kernel = make_kernel([x], [("neg", [0], {}), (op, [1], params)], domain=x.shape,
+                         reduced=dims)
+    actual, expected = compiled_and_reference(kernel, [x])
+    assert_same(kernel, actual, expected, dict(rtol=1e-5 if dtype == "float32" else 1e-12,
+                                               atol=1e-6))
+
+
+def test_integer_sum_accumulates_in_int64(use_c):
+    x = RNG.integers(-(2 ** 30), 2 ** 30, (4, 64)).astype(np.int32)
+    kernel = make_kernel([x], [("abs", [0], {}),
+                               ("sum", [1], {"dims": (1,), "keepdim": False,
+                                             "dtype": dt.int64})],
+                         domain=x.shape, reduced=(1,))
+    actual, expected = compiled_and_reference(kernel, [x])
+    assert actual[1].dtype == np.int64
+    assert_same(kernel, actual, expected, {})
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_softmax_and_layer_norm_kernels(use_c, dtype):
+    x = (RNG.standard_normal((6, 33)) * 4).astype(dtype)
+    w, b = RNG.standard_normal(33).astype(dtype), RNG.standard_normal(33).astype(dtype)
+    n, eps = np.asarray(33.0, dtype), np.asarray(1e-5, dtype)
+    red = {"dims": (1,), "keepdim": True}
+    softmax = make_kernel([x], [("amax", [0], red), ("sub", [0, 1], {}), ("exp", [2], {}),
+                                ("sum", [3], dict(red, dtype=None)), ("div", [3, 4], {})],
+                          outputs=[5], domain=x.shape, reduced=(1,))
+    actual, expected = compiled_and_reference(softmax, [x])
+    assert_same(softmax, actual, expected, TOL[dtype])
+    # mean, centre, variance, scale and shift: three passes over each row
+    norm = make_kernel([x, w, b, n, eps], [
+        ("sum", [0], dict(red, dtype=None)), ("div", [5, 3], {}), ("sub", [0, 6], {}),
+        ("mul", [7, 7], {}), ("sum", [8], dict(red, dtype=None)), ("div", [9, 3], {}),
+        ("add", [10, 4], {}), ("rsqrt", [11], {}), ("mul", [7, 12], {}),
+        ("mul", [13, 1], {}), ("add", [14, 2], {})], outputs=[6, 12, 15],
+        domain=x.shape, reduced=(1,))
+    actual, expected = compiled_and_reference(norm, [x, w, b, n, eps])
+    assert_same(norm, actual, expected, dict(rtol=1e-5 if dtype == "float32" else 1e-12,
+                                             atol=1e-6))
+
+
+def test_large_kernels_agree_on_one_and_on_several_threads(use_c, monkeypatch):
+    monkeypatch.setenv("EMBER_NUM_THREADS", "2")
+    x = RNG.standard_normal((300, 200)).astype(np.float32)
+    y = RNG.standard_normal((200,)).astype(np.float32)
+    flat = make_kernel([x, y], [("mul", [0, 1], {}), ("exp", [2], {})])
+    rows = make_kernel([x], [("exp", [0], {}), ("sum", [1], {"dims": (1,), "keepdim": False,
+                                                               "dtype": None})],
+                       domain=x.shape, reduced=(1,))
+    for kernel, arrays in ((flat, [x, y]), (rows, [x])):
+        expected = kernel.evaluate(np, *arrays)
+        prepare_kernels([kernel])
+        for _ in range(8):  # the first six calls alternate one and two threads
+            out = kernel.forward(np, *arrays)
+            np.testing.assert_allclose(out[1], expected[1], rtol=1e-5)
+
+
+# Compiling, caching, failing ----------------------------------------------------------
+def test_kernels_compile_on_their_second_call(monkeypatch, cache_dir):
+    if build.find_compiler() is None:
+        pytest.skip("no C compiler")
+    monkeypatch.setenv("EMBER_CACHE_DIR", cache_dir)
+    monkeypatch.delenv("EMBER_JIT_BACKEND", raising=False)
+    x = np.full((3, 11), 0.25, np.float32)  # a shape and constant no other test uses
+    kernel = make_kernel([x], [("mul", [0, 0], {}), ("cosh", [1], {}), ("atan", [2], {})])
+    prepare_kernels([kernel])
+    before = dict(build.STATS)
+    first = kernel.forward(np, x)
+    assert build.STATS == before and kernel.backend == "c-pending"
+    second = kernel.forward(np, x)
+    assert build.STATS["compiled"] + build.STATS["disk_hits"] > \
+        before["compiled"] + before["disk_hits"]
+    assert kernel.backend == "c"
+    np.testing.assert_allclose(second[2], first[2], rtol=1e-6)
+    assert not [f for f in os.listdir(os.path.join(cache_dir, "kernels")) if "tmp" in f]
+
+
+SCRIPT = textwrap.dedent("""
+    import json, sys
+    import ember
+    from ember.compiler.codegen import build
+    f = ember.jit(lambda x, y: ((x * y).sinh() + 1.5).sum(1, keepdim=True))
+    x, y = ember.ones(8, 40), ember.full((40,), 0.5)
+    for _ in range(3):
+        r = f(x, y)
+    print(json.dumps({"stats": build.STATS, "result": float(r.sum())}))
+""")
+
+
+def test_a_second_process_reuses_the_compiled_kernel(tmp_path):
+    if build.find_compiler() is None:
+        pytest.skip("no C compiler")
+    env = {k: v for k, v in os.environ.items() if k not in ("EMBER_JIT_BACKEND", "CC")}
+    env.update(EMBER_CACHE_DIR=str(tmp_path), PYTHONPATH=ROOT, EMBER_JIT_LOG="1")
+
+    def run():
+        proc = subprocess.run([sys.executable, "-c", SCRIPT], env=env, cwd=ROOT,
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout.strip().splitlines()[-1]), proc.stderr
+    first, log1 = run()
+    second, log2 = run()
+    assert first["stats"]["compiled"] == 1 and "compiled fused_mul_sinh_add_sum" in log1
+    assert second["stats"]["compiled"] == 0 and second["stats"]["disk_hits"] == 1
+    assert "kernel cache hit" in log2 and "compiled" not in log2
+    assert second["result"] == first["result"]
+    names = sorted(os.listdir(tmp_path / "kernels"))
+    assert len(names) == 2 and names[0].endswith(".c") and names[1].endswith(".so")
+
+
+def test_a_failing_compiler_gives_its_message_and_the_kernel_file(monkeypatch, tmp_path):
+    fake = tmp_path / "fake-cc"
+    fake.write_text("#!/bin/sh\necho 'fake-cc: internal error: out of ideals' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("CC", str(fake))
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("EMBER_JIT_BACKEND", raising=False)
+    with pytest.raises(build.KernelCompileError) as info:
+        build.load_kernels([("fused_test", "void ember_kernel(void) {}\n")])
+    text = str(info.value)
+    assert "fake-cc: internal error: out of ideals" in text and "exit status 3" in text
+    c_file = text.split("kernel source: ")[1].split()[0]
+    assert c_file.endswith(".c") and open(c_file).read() == "void ember_kernel(void) {}\n"
+    # through ember.jit: the same message, as an ember error, on the call that compiles
+    f = ember.jit(lambda x: (x * 2).exp())
+    x = ember.ones(4)
+    f(x)
+    with pytest.raises(ember.EmberError, match="out of ideals"):
+        f(x)
+
+
+def test_a_real_compiler_error_names_the_line(monkeypatch, tmp_path):
+    if build.find_compiler() is None:
+        pytest.skip("no C compiler")
+    monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
+    with pytest.raises(build.KernelCompileError) as info:
+        build.load_kernels([("fused_broken", "void ember_kernel(void) { undeclared = 1; }\n")])
+    text = str(info.value)
+    assert "undeclared" in text and "fused_broken" in text and ".c" in text
+
+
+def test_without_a_compiler_kernels_run_with_numpy(monkeypatch):
+    monkeypatch.setenv("CC", "/nonexistent/cc")
+    monkeypatch.delenv("EMBER_JIT_BACKEND", raising=False)
+    with pytest.warns(UserWarning, match="not an executable"):
+        assert backend_name() == "numpy"
+    f = ember.jit(lambda x: (x * 2).exp().sum(0))
+    x = ember.randn(5, 3)
+    for _ in range(3):
+        out = f(x)
+    (kernel,) = [i.op for i in f.graph().instrs if isinstance(i.op, FusedKernel)]
+    assert kernel.backend == "numpy"
+    np.testing.assert_allclose(out.numpy(), np.exp(x.numpy() * 2).sum(0), rtol=1e-6)
+
+
+def test_numpy_backend_gives_the_c_results(use_c, monkeypatch):
+    x = RNG.standard_normal((7, 9)).astype(np.float32)
+    program = [("exp", [0], {}), ("add", [1, 0], {}), ("sum", [2], {"dims": (1,),
+                                                                 "keepdim": True,
+                                                                 "dtype": None}),
+               ("div", [2, 3], {})]
+    in_c = make_kernel([x], program, domain=x.shape, reduced=(1,))
+    in_numpy = make_kernel([x], program, domain=x.shape, reduced=(1,))
+    prepare_kernels([in_c])
+    from_c = in_c.forward(np, x)
+    monkeypatch.setenv("EMBER_JIT_BACKEND", "numpy")
+    prepare_kernels([in_numpy])
+    assert (in_c.backend, in_numpy.backend) == ("c", "numpy")
+    for a, b in zip(from_c, in_numpy.forward(np, x)):
+        np.testing.assert_allclose(a, b, rtol=2e-6)
+
+
+def test_an_unknown_backend_is_a_clear_error(monkeypatch):
+    monkeypatch.setenv("EMBER_JIT_BACKEND", "fortran")
+    with pytest.raises(ember.EmberError, match="'fortran' is not a backend.*'c'.*'numpy'"):
+        backend_name()

@@ -1,0 +1,228 @@
+"""ember.jit's contract: guards and retraces, state updates, randomness, differentiating
+through a compiled module, and the clear errors (data-dependent control flow, escaped
+tracers, dynamic shapes), each with the fallback where one exists."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+from ember.compiler import DataDependentError, TraceError
+
+
+def _close(a, b, tol=1e-6):
+    np.testing.assert_allclose(np.asarray(a.detach().numpy(), np.float64),
+                               np.asarray(b.detach().numpy(), np.float64), rtol=tol, atol=tol)
+
+
+# Guards ---------------------------------------------------------------------------------
+def test_same_signature_never_retraces_and_changes_retrace_once_with_reason():
+    calls = []
+
+    @ember.jit
+    def f(x):
+        calls.append(1)  # Python side effects run at trace time only
+        return (x * 3).exp().sum(-1)
+
+    x = ember.randn(4, 3)
+    for _ in range(3):
+        _close(f(x), (x * 3).exp().sum(-1))
+    assert len(calls) == 1 and f.retraces == ["first call"]
+    x5 = ember.randn(5, 3)
+    _close(f(x5), (x5 * 3).exp().sum(-1))
+    assert len(f.retraces) == 2 and "[4, 3] -> float32[5, 3]" in f.retraces[1]
+    f(ember.randn(5, 3, dtype=ember.float64))
+    assert "float64" in f.retraces[2]
+    f(ember.randn(5, 3))  # back to a cached signature: no new trace
+    assert len(f.retraces) == 3 and len(calls) == 3
+
+
+def test_train_eval_and_grad_mode_retrace():
+    ember.manual_seed(0)
+    model = ember.nn.Sequential(ember.nn.Linear(3, 3), ember.nn.Dropout(0.5))
+    f = ember.jit(lambda x: model(x))
+    x = ember.randn(2, 3)
+    f(x)
+    model.eval()
+    _close(f(x), model(x))
+    assert "training/eval" in f.retraces[1]
+    with ember.no_grad():
+        _close(f(x), model(x))
+    assert "grad mode" in f.retraces[2]
+    f(x)
+    assert len(f.retraces) == 3
+
+
+def test_parameters_read_at_every_call():
+    lin = ember.nn.Linear(3, 2)
+    f = ember.jit(lin)
+    x = ember.randn(4, 3)
+    _close(f(x), lin(x))
+    with ember.no_grad():
+        lin.weight.mul_(2)
+    _close(f(x), lin(x))
+    assert len(f.compiled.retraces) == 1
+
+
+# State ----------------------------------------------------------------------------------
+def test_inplace_updates_of_outside_tensors_become_graph_updates():
+    state = ember.zeros(3)
+    counter = ember.zeros((), dtype=ember.int64)
+
+    @ember.jit
+    def accumulate(x):
+        state.add_(x * 2)
+        counter.add_(1)
+        return state.sum()
+
+    x = ember.tensor([1.0, 2.0, 3.0])
+    for i in range(1, 4):
+        out = accumulate(x)
+        assert float(out) == pytest.approx(12.0 * i)
+    assert state.tolist() == [6.0, 12.0, 18.0] and int(counter) == 3
+
+
+def test_inplace_on_a_view_updates_the_base():
+    @ember.jit
+    def f(x):
+        y = x.clone()
+        y[:, 0] = 0.0
+        y[1].mul_(10)
+        return y
+
+    x = ember.randn(3, 4)
+    expected = x.clone()
+    expected[:, 0] = 0.0
+    expected[1].mul_(10)
+    _close(f(x), expected)
+
+
+def test_random_ops_draw_like_eager_with_the_same_seed():
+    def f(x):
+        return ember.nn.functional.dropout(x, 0.5) + ember.randn(4) * 0.1
+
+    x = ember.ones(4)
+    ember.manual_seed(3)
+    eager = [f(x) for _ in range(3)]
+    compiled = ember.jit(f)
+    ember.manual_seed(3)
+    for e in eager:
+        _close(compiled(x), e)
+
+
+# Differentiating through a compiled module -----------------------------------------------
+def test_backward_through_a_compiled_module_fills_grads():
+    ember.manual_seed(0)
+    model = ember.nn.Sequential(ember.nn.Linear(4, 8), ember.nn.Tanh(), ember.nn.Linear(8, 2))
+    x = ember.randn(5, 4, dtype=ember.float32, requires_grad=True)
+    (model(x) ** 2).sum().backward()
+    expected = [p.grad.clone() for p in model.parameters()] + [x.grad.clone()]
+    model.zero_grad()
+    x.grad = None
+    compiled = ember.jit(model)
+    out = compiled(x)
+    assert out.grad_fn is not None
+    (out ** 2).sum().backward()
+    for got, want in zip([p.grad for p in model.parameters()] + [x.grad], expected):
+        _close(got, want, 1e-6)
+
+
+def test_second_backward_through_compiled_call_needs_retain_graph():
+    lin = ember.jit(ember.nn.Linear(2, 2))
+    out = lin(ember.ones(1, 2)).sum()
+    out.backward()
+    with pytest.raises(ember.EmberError, match="second time"):
+        out.backward()
+
+
+# Clear errors -----------------------------------------------------------------------------
+def test_value_dependent_control_flow_names_the_line():
+    @ember.jit
+    def f(x):
+        if x.sum() > 0:  # the line the error must name
+            return x
+        return -x
+
+    with pytest.raises(DataDependentError, match=r"test_jit.py:\d+.*ember.where"):
+        f(ember.ones(3))
+
+
+@pytest.mark.parametrize("body", [lambda x: x.sum().item(), lambda x: x.numpy(),
+                                  lambda x: float(x.sum())])
+def test_reading_values_is_refused(body):
+    with pytest.raises(DataDependentError, match="value of a traced tensor"):
+        ember.jit(body)(ember.ones(3))
+
+
+def test_dynamic_shape_op_is_refused_and_fallback_runs_eagerly():
+    def f(x):
+        return ember.nonzero(x)
+
+    x = ember.tensor([0.0, 1.0, 2.0])
+    with pytest.raises(TraceError, match="nonzero.*depends on the values"):
+        ember.jit(f)(x)
+    g = ember.jit(f, fallback=True)
+    with pytest.warns(UserWarning, match="running f eagerly"):
+        assert g(x).tolist() == [[1], [2]]
+
+
+def test_escaped_tracer_is_reported_with_where_it_was_made():
+    class Keeper(ember.nn.Module):
+        def forward(self, x):
+            self.kept = x * 2  # stored on self: escapes
+            return x + 1
+
+    with pytest.raises(TraceError, match=r"mul at .*test_jit.py:\d+.*escaped"):
+        ember.jit(Keeper())(ember.ones(2))
+
+
+def test_failed_trace_leaves_parameters_untouched():
+    lin = ember.nn.Linear(2, 2)
+    opt = ember.optim.SGD(lin.parameters(), lr=0.1)
+    before = [p.detach().clone() for p in lin.parameters()]
+
+    @ember.jit
+    def step(x):
+        opt.zero_grad()
+        loss = lin(x).sum()
+        loss.backward()
+        opt.step()
+        return loss.item()  # refused after the update was traced
+
+    with pytest.raises(DataDependentError):
+        step(ember.ones(1, 2))
+    for p, b in zip(lin.parameters(), before):
+        _close(p, b, 0)
+        assert not isinstance(p._data, type(None)) and type(p._data) is np.ndarray
+
+
+def test_checkpoint_regions_are_recomputed_not_merged():
+    from ember.utils.checkpoint import checkpoint
+    ember.manual_seed(0)
+    lin1, lin2 = ember.nn.Linear(4, 16), ember.nn.Linear(16, 1)
+
+    def block(x):
+        return lin1(x).tanh().exp()
+
+    def grads(x):
+        loss = lin2(checkpoint(block, x)).sum()
+        return ember.autograd.grad(loss, [lin1.weight])[0]
+
+    x = ember.randn(8, 4)
+    compiled = ember.jit(grads)
+    _close(compiled(x), grads(x))
+    names = [i.op.name for i in compiled.compiled_graph_unfused().instrs] \
+        if hasattr(compiled, "compiled_graph_unfused") else None
+    regions = [i for i in compiled.cache[next(iter(compiled.cache))].graph.instrs
+               if getattr(i, "region", None) is not None]
+    assert regions, "the recomputation must stay in the graph"
+
+
+def test_replacing_a_parameter_retraces():
+    lin = ember.nn.Linear(2, 1, bias=False)
+    f = ember.jit(lambda x: lin(x))
+    x = ember.ones(1, 2)
+    f(x)
+    lin.weight = ember.nn.Parameter(ember.zeros(1, 2))
+    assert float(f(x)) == 0.0
+    assert "parameters" in f.retraces[-1]
