@@ -111,6 +111,8 @@ class FusedKernel:
         reduced: the dims of ``domain`` the kernel's reductions reduce (or ``()``).
     """
 
+    fresh_outputs = True  # outputs never share memory with inputs (the memory plan relies on it)
+
     def __init__(self, inputs, literals, steps, outputs, domain, reduced=()):
         self.inputs = [(tuple(s), d) for s, d in inputs]
         self.literals = list(literals)

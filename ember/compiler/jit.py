@@ -140,6 +140,11 @@ class Specialization:
         self.reason = reason
         self.trace_seconds = trace_seconds
         self.executor = NumpyExecutor(graph)
+        # grads the graph replaces without reading: dropped before it runs (as
+        # zero_grad does eagerly), so old and new gradients never coexist
+        read = {_key(inp.source) for inp in graph.inputs if inp.kind == "grad"}
+        self.clear_first = [u.target for u in graph.updates
+                            if u.kind == "grad" and _key(u.target) not in read]
         self.n_outputs = len(graph.outputs)
         self.backward = None
         if backward is not None:
@@ -169,6 +174,8 @@ class Specialization:
             if before:
                 fn()
         inputs = fetch_inputs(self.graph, args)
+        for target in self.clear_first:
+            resolve(target, args).grad = None
         outs, updates, _ = self.executor.run(inputs)
         apply_updates(self.graph, args, updates, inputs)
         for fn, before in self.host_calls:
@@ -305,6 +312,10 @@ class CompiledFunction:
         text = explain_compiled(self)
         print(text)
         return text
+
+
+def _key(target):
+    return target if target.__class__ is tuple else id(target)
 
 
 def _sig(x):

@@ -60,11 +60,16 @@ class NumpyExecutor:
                            if v.id not in last_use and v.id not in keep)
             forward = LAYOUT_FREE.get(ins.op.name, ins.op.forward)
             program.append((forward, ins_slots, outs[0] if len(outs) == 1 else outs,
-                            ins.params, frees, ins))
+                            ins.params, frees, ins, None))
         self.program = program
         prepare_kernels([ins.op for ins in graph.instrs])
         self.output_slots = [slot(v) for v in graph.outputs]
         self.update_slots = [None if u.value is None else slot(u.value) for u in graph.updates]
+        self.in_place = plan_in_place_updates(graph)  # instr index -> [(update, slots)]
+        position = {inp.value.id: j for j, inp in enumerate(graph.inputs)}
+        for i, writes in self.in_place.items():
+            self.program[i] = self.program[i][:6] + (
+                [(k, slots[vid], position[tid]) for k, vid, tid in writes],)
         self.grad_slots = [None if v is None else slot(v) for v in graph.grad_outputs]
         self.n_slots = len(slots)
 
@@ -76,7 +81,8 @@ class NumpyExecutor:
         for s, a in self.constants:
             env[s] = a
         xp = np
-        for forward, ins, outs, params, frees, instr in self.program:
+        written = set()
+        for forward, ins, outs, params, frees, instr, writes in self.program:
             try:
                 result = forward(xp, *[env[s] for s in ins], **params)
             except Exception as exc:
@@ -88,9 +94,69 @@ class NumpyExecutor:
                     env[s] = r
             for s in frees:
                 env[s] = None
+            if writes is not None:  # parameters and optimizer state, updated in place
+                for k, value, target in writes:
+                    np.copyto(inputs[target], env[value], casting="unsafe")
+                    env[value] = inputs[target]  # later readers read it there
+                    written.add(k)
         return ([_array(env[s]) for s in self.output_slots],
-                [None if s is None else _array(env[s]) for s in self.update_slots],
+                [WRITTEN if k in written else None if s is None else _array(env[s])
+                 for k, s in enumerate(self.update_slots)],
                 [None if s is None else _array(env[s]) for s in self.grad_slots])
+
+
+WRITTEN = object()  # an update the executor already wrote into its tensor
+
+
+def plan_in_place_updates(graph: Graph) -> dict:
+    """Where each data update can be written into its tensor's own array during the
+    run, instead of into a new array copied at the end: right after the later of the
+    instruction that makes the new value and the last reader of the old value (or of
+    anything that may share its memory). Returns {instr index: [(update index, value
+    id, old value id)]}. Only values made by fused kernels (always fresh arrays) are
+    written this way; the peak memory of a training step then stays that of eager
+    mode, where each parameter is updated in place."""
+    made_at = {v.id: i for i, ins in enumerate(graph.instrs) for v in ins.outputs}
+    last_use: dict[int, int] = {}
+    for i, ins in enumerate(graph.instrs):
+        for v in ins.inputs:
+            last_use[v.id] = i
+    old_value = {}
+    for inp in graph.inputs:
+        if inp.kind == "data":
+            old_value[id(inp.source)] = inp.value
+        elif inp.kind == "arg":
+            old_value[("arg", inp.source)] = inp.value
+    roots: dict[int, int] = {}
+    for v in graph.live_roots():
+        roots[v.id] = roots.get(v.id, 0) + 1
+    plan: dict = {}
+    for k, u in enumerate(graph.updates):
+        if u.kind != "data" or u.value is None or roots.get(u.value.id) != 1:
+            continue
+        at = made_at.get(u.value.id)
+        old = old_value.get(u.target if u.target.__class__ is tuple else id(u.target))
+        if old is None or at is None or old.id in roots or \
+                not getattr(graph.instrs[at].op, "fresh_outputs", False):
+            continue
+        point = max(at, _last_alias_use(graph, old, last_use))
+        plan.setdefault(point, []).append((k, u.value.id, old.id))
+    return plan
+
+
+def _last_alias_use(graph, old, last_use) -> int:
+    """The last instruction reading ``old`` or a value that may share its memory
+    (anything computed from it by an op that may return a view or its input)."""
+    shared = {old.id}
+    last = last_use.get(old.id, -1)
+    for ins in graph.instrs:
+        if getattr(ins.op, "fresh_outputs", False):
+            continue
+        if any(v.id in shared for v in ins.inputs):
+            for v in ins.outputs:
+                shared.add(v.id)
+                last = max(last, last_use.get(v.id, -1))
+    return last
 
 
 def _array(a):
@@ -146,7 +212,9 @@ def apply_updates(graph: Graph, args: list, arrays: list, inputs: list) -> None:
     seen = set()
     for u, arr in zip(graph.updates, arrays):
         t = resolve(u.target, args)
-        if u.kind == "data":
+        if arr is WRITTEN:
+            t._version[0] += 1
+        elif u.kind == "data":
             np.copyto(t._data, arr, casting="unsafe")
             t._version[0] += 1
         elif arr is None:
