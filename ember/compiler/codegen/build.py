@@ -197,6 +197,10 @@ def load_kernels(sources, compile: bool = True) -> list:
 
 
 def _load(path: str):
+    # OpenMP threads that spin after a parallel loop take the cores from BLAS's
+    # threads and the Python thread (the gpt step ran 1.5x slower): ask the OpenMP
+    # runtime, before it starts, to let idle threads sleep, unless the user chose.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         return ctypes.CDLL(path).ember_kernel
     except (OSError, AttributeError):

@@ -23,7 +23,7 @@ from ..ir import Graph, Instr
 
 
 class _Group:
-    __slots__ = ("members", "domain", "reduced", "shapes", "region", "sealed")
+    __slots__ = ("members", "domain", "reduced", "shapes", "region", "sealed", "parent")
 
     def __init__(self, ins, domain, reduced, shapes, region):
         self.members = [ins]
@@ -31,6 +31,13 @@ class _Group:
         self.shapes = shapes  # every value's shape on the domain (for plan_layout)
         self.region = region  # a recompute region is fused only with itself
         self.sealed = False
+        self.parent = None    # the group this one was merged into
+
+    def root(self) -> "_Group":
+        g = self
+        while g.parent is not None:
+            g = g.parent
+        return g
 
 
 def fuse_elementwise(graph: Graph) -> Graph:
@@ -41,47 +48,54 @@ def fuse_elementwise(graph: Graph) -> Graph:
     literals = {c.value.id: c.array for c in graph.constants
                 if math.prod(c.value.shape) == 1 and c.value.dtype.name in scalar.C_TYPES}
     order = {id(ins): i for i, ins in enumerate(graph.instrs)}
-    group_of: dict[int, _Group] = {}  # value id -> the group that makes it
+    group_of: dict[int, _Group] = {}  # value id -> the group that made it (or its root)
     groups: dict[int, _Group] = {}
     for ins in graph.instrs:
         sources = []
         for v in ins.inputs:
             g = group_of.get(v.id)
-            if g is not None and all(g is not s for s in sources):
-                sources.append(g)
-        group = _start(ins, literals)
+            if g is not None:
+                g = g.root()
+                if all(g is not s for s in sources):
+                    sources.append(g)
+        group = _start(ins)
         if group is None:
             for g in sources:
                 g.sealed = True
             continue
+        groups[id(group)] = group
         for g in sources:
-            merged = None if g.sealed else _merge(group, g)
-            if merged is None:
+            joined = None if g.sealed else _join(group, g)
+            if joined is None:
                 g.sealed = True
                 continue
-            del groups[id(g)]
-            group = merged
-        groups[id(group)] = group
-        for m in group.members:
-            for v in m.outputs:
-                group_of[v.id] = group
+            absorbed = g if joined is group else group
+            del groups[id(absorbed)]
+            group = joined
+        group_of[ins.outputs[0].id] = group
     fused = {}
+    users = graph.users()
+    roots = {v.id for v in graph.live_roots()}
     for g in groups.values():
         if len(g.members) < 2:
             continue
         g.members.sort(key=lambda m: order[id(m)])
-        ins = _fused_instr(graph, g, literals)
+        ins = _fused_instr(g, literals, users, roots)
         if ins is not None:
             fused[id(g.members[-1])] = ins
             for m in g.members[:-1]:
                 fused[id(m)] = None
     if fused:
-        graph.instrs = [fused.get(id(ins), ins) for ins in graph.instrs
-                        if fused.get(id(ins), ins) is not None]
+        kept = []
+        for ins in graph.instrs:
+            ins = fused.get(id(ins), ins)
+            if ins is not None:
+                kept.append(ins)
+        graph.instrs = kept
     return graph
 
 
-def _start(ins: Instr, literals) -> _Group | None:
+def _start(ins: Instr) -> _Group | None:
     """A group holding just ``ins``, or None when ``ins`` cannot be fused."""
     op = ins.op
     if ins.effect or op.__class__ is not Op or op.n_outputs != 1:
@@ -106,20 +120,23 @@ def _start(ins: Instr, literals) -> _Group | None:
     return _Group(ins, domain, reduced, shapes, getattr(ins, "region", None))
 
 
-def _merge(a: _Group, b: _Group) -> _Group | None:
-    """``a`` and ``b`` as one group, or None when they do not fit one loop nest."""
+def _join(a: _Group, b: _Group) -> _Group | None:
+    """``a`` and ``b`` as one group (the larger, grown), or None when they do not fit
+    one loop nest."""
     if a.region is not b.region:
         return None
     info = _merge_domains((a.domain, a.reduced), (b.domain, b.reduced))
     if info is None:
         return None
-    domain, reduced = info
     shapes = a.shapes | b.shapes
-    if plan_layout(domain, reduced, shapes) is None:
+    if plan_layout(info[0], info[1], shapes) is None:
         return None
-    merged = _Group(None, domain, reduced, shapes, a.region)
-    merged.members = b.members + a.members
-    return merged
+    big, small = (a, b) if len(a.members) >= len(b.members) else (b, a)
+    big.members.extend(small.members)
+    big.domain, big.reduced = info
+    big.shapes = shapes
+    small.parent = big
+    return big
 
 
 def _merge_domains(a, b):
@@ -137,7 +154,7 @@ def _merge_domains(a, b):
     return None
 
 
-def _fused_instr(graph: Graph, group: _Group, literals) -> Instr | None:
+def _fused_instr(group: _Group, literals, users, roots) -> Instr | None:
     members = group.members
     made = {v.id for m in members for v in m.outputs}
     inputs, lits, local = [], [], {}
@@ -155,12 +172,8 @@ def _fused_instr(graph: Graph, group: _Group, literals) -> Instr | None:
         local[v.id] = len(inputs) + len(lits) + len(steps)
         steps.append(Step(m.op, [local[a.id] for a in m.inputs], m.params, v.shape, v.dtype))
     inside = {id(m) for m in members}
-    roots = {v.id for v in graph.live_roots()}
-    read_outside = set(roots)
-    for ins in graph.instrs:
-        if id(ins) not in inside:
-            read_outside.update(v.id for v in ins.inputs if v.id in made)
-    outs = [m.outputs[0] for m in members if m.outputs[0].id in read_outside]
+    outs = [m.outputs[0] for m in members if m.outputs[0].id in roots or
+            any(id(u) not in inside for u in users.get(m.outputs[0].id, ()))]
     if not outs:
         return None
     try:
