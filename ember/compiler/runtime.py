@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import EmberError
 from ..tensor import Tensor
 from .codegen import prepare_kernels
 from .ir import Graph
@@ -85,6 +86,8 @@ class NumpyExecutor:
         for forward, ins, outs, params, frees, instr, writes in self.program:
             try:
                 result = forward(xp, *[env[s] for s in ins], **params)
+            except EmberError:
+                raise
             except Exception as exc:
                 raise _runtime_error(instr, exc) from exc
             if outs.__class__ is int:
@@ -164,7 +167,6 @@ def _array(a):
 
 
 def _runtime_error(instr, exc):
-    from ..errors import EmberError
     return EmberError(f"ember.jit: {instr.op.name} (traced at {instr.where}) failed when "
                       f"the compiled graph ran: {exc}")
 

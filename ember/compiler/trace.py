@@ -157,6 +157,7 @@ class Trace:
     def __init__(self):
         self.graph = Graph()
         self.lifted: dict[int, _Lifted] = {}
+        self.by_shape: dict[tuple, list] = {}  # lifted tensors by shape (grad owners)
         self.made = weakref.WeakSet()      # traced tensors made by ops
         self.scalars: dict = {}            # key -> scalar Input
         self.host_calls: list = []         # (callable, runs before the graph?)
@@ -201,7 +202,8 @@ class Trace:
         return self._lift(t, "data", t, f"tensor{list(data.shape)}")
 
     def _grad_owner(self, t):
-        for rec in self.lifted.values():
+        """The lifted tensor whose ``.grad`` is ``t`` (among those of its shape)."""
+        for rec in self.by_shape.get(t._data.shape, ()):
             if rec.tensor.grad is t and rec.owner is None:
                 return rec
         return None
@@ -212,7 +214,8 @@ class Trace:
         inp = Input(kind, source, value, label)
         self.graph.inputs.append(inp)
         grad_none = self.entry_grad_none.get(id(t), t.grad is None)
-        self.lifted[id(t)] = _Lifted(t, inp, owner, grad_none)
+        rec = self.lifted[id(t)] = _Lifted(t, inp, owner, grad_none)
+        self.by_shape.setdefault(data.shape, []).append(rec)
         t._data = TracerArray(value, self)
         t._node = None  # inside the graph a lifted tensor is where gradients stop
         return value
