@@ -166,24 +166,42 @@ class FusedKernel:
         return f"<FusedKernel {self.name}: {len(self.steps)} ops over {list(self.domain)}>"
 
     # Running ----------------------------------------------------------------------
-    def forward(self, xp, *arrays):
-        """The kernel's outputs for ``arrays`` (an array, or a tuple of them)."""
+    def forward(self, xp, *arrays, out=None):
+        """The kernel's outputs for ``arrays`` (an array, or a tuple of them).
+        ``out``: per output, an array to write it into, or None (the memory plan
+        writes parameter updates straight into the parameters)."""
         if xp is not np:
-            return self.evaluate(xp, *arrays)
+            return self.evaluate(xp, *arrays, out=out)
         run = self._run
         if run is None:
             from .codegen import prepare_kernels
             prepare_kernels([self])
             run = self._run
-        return run(xp, *arrays)
+        return run(xp, *arrays, out=out)
+
+    def writes_in_place(self, input_index: int) -> bool:
+        """Whether an output may be written into input ``input_index``'s array: every
+        element is then read before the same element is written (no reductions, and
+        the input is not broadcast)."""
+        return not self.reduced and self.inputs[input_index][0] == self.domain
 
     def bind(self, run, backend: str) -> None:
         """Run the kernel with ``run(xp, *arrays)`` from now on (set by a backend)."""
         self._run, self.backend = run, backend
 
-    def evaluate(self, xp, *arrays):
+    def evaluate(self, xp, *arrays, out=None):
         """The NumPy (any ``xp``) evaluation: each step's registry forward in order,
         reusing dead intermediate buffers through ufuncs' ``out=``."""
+        if out is not None:
+            results = self.evaluate(xp, *arrays)
+            results = results if self.n_outputs > 1 else (results,)
+            placed = []
+            for r, o in zip(results, out):
+                if o is not None:
+                    xp.copyto(o, r, casting="unsafe")
+                    r = o
+                placed.append(r)
+            return placed[0] if self.n_outputs == 1 else tuple(placed)
         env = list(arrays) + self.literals + [None] * len(self.steps)
         free: dict = {}
         owned = set()  # values whose buffer this evaluation made

@@ -69,8 +69,9 @@ class NumpyExecutor:
         self.in_place = plan_in_place_updates(graph)  # instr index -> [(update, slots)]
         position = {inp.value.id: j for j, inp in enumerate(graph.inputs)}
         for i, writes in self.in_place.items():
-            self.program[i] = self.program[i][:6] + (
-                [(k, slots[vid], position[tid]) for k, vid, tid in writes],)
+            copies = [(k, slots[vid], position[tid]) for k, vid, tid, o in writes if o is None]
+            direct = [(k, o, position[tid]) for k, vid, tid, o in writes if o is not None]
+            self.program[i] = self.program[i][:6] + ((copies, direct),)
         self.grad_slots = [None if v is None else slot(v) for v in graph.grad_outputs]
         self.n_slots = len(slots)
 
@@ -84,6 +85,12 @@ class NumpyExecutor:
         xp = np
         written = set()
         for forward, ins, outs, params, frees, instr, writes in self.program:
+            if writes is not None and writes[1]:  # outputs made in their tensors' arrays
+                out = [None] * len(instr.outputs)
+                for k, o, target in writes[1]:
+                    out[o] = inputs[target]
+                    written.add(k)
+                params = dict(params, out=out)
             try:
                 result = forward(xp, *[env[s] for s in ins], **params)
             except EmberError:
@@ -98,7 +105,7 @@ class NumpyExecutor:
             for s in frees:
                 env[s] = None
             if writes is not None:  # parameters and optimizer state, updated in place
-                for k, value, target in writes:
+                for k, value, target in writes[0]:
                     np.copyto(inputs[target], env[value], casting="unsafe")
                     env[value] = inputs[target]  # later readers read it there
                     written.add(k)
@@ -115,10 +122,13 @@ def plan_in_place_updates(graph: Graph) -> dict:
     """Where each data update can be written into its tensor's own array during the
     run, instead of into a new array copied at the end: right after the later of the
     instruction that makes the new value and the last reader of the old value (or of
-    anything that may share its memory). Returns {instr index: [(update index, value
-    id, old value id)]}. Only values made by fused kernels (always fresh arrays) are
-    written this way; the peak memory of a training step then stays that of eager
-    mode, where each parameter is updated in place."""
+    anything that may share its memory). Where that instruction is a fused kernel
+    that is the last reader of the old value and reads it element by element, the
+    kernel writes the new value straight into the tensor's array (``out=``). Returns
+    {instr index: [(update index, value id, old value id, kernel output index or None
+    for a copy)]}. Only values made by fused kernels (always fresh arrays) are written
+    this way; the peak memory of a training step then stays that of eager mode, where
+    each parameter is updated in place."""
     made_at = {v.id: i for i, ins in enumerate(graph.instrs) for v in ins.outputs}
     last_use: dict[int, int] = {}
     for i, ins in enumerate(graph.instrs):
@@ -142,8 +152,14 @@ def plan_in_place_updates(graph: Graph) -> dict:
         if old is None or at is None or old.id in roots or \
                 not getattr(graph.instrs[at].op, "fresh_outputs", False):
             continue
-        point = max(at, _last_alias_use(graph, old, last_use))
-        plan.setdefault(point, []).append((k, u.value.id, old.id))
+        kernel = graph.instrs[at]
+        last = _last_alias_use(graph, old, last_use)
+        direct = None
+        if last <= at and u.value.dtype is old.dtype and u.value.shape == old.shape and \
+                all(kernel.op.writes_in_place(j) for j, v in enumerate(kernel.inputs)
+                    if v.id == old.id):
+            direct = u.value.index
+        plan.setdefault(max(at, last), []).append((k, u.value.id, old.id, direct))
     return plan
 
 

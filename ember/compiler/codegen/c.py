@@ -310,12 +310,12 @@ class _PendingBatch:
     def runner(self, kernel: FusedKernel):
         calls = [0]
 
-        def run(xp, *arrays):
+        def run(xp, *arrays, out=None):
             calls[0] += 1
             if calls[0] < COMPILE_AFTER_CALLS:
-                return kernel.evaluate(xp, *arrays)
+                return kernel.evaluate(xp, *arrays, out=out)
             self.compile()
-            return kernel.forward(xp, *arrays)
+            return kernel.forward(xp, *arrays, out=out)
         return run
 
     def compile(self) -> None:
@@ -351,14 +351,17 @@ def _runner(kernel: FusedKernel, function, object_mode: bool):
         def call(*args, _call=call):
             return _call(*[a.ctypes.data for a in args])
 
-    def run(xp, *arrays):
+    def run(xp, *arrays, out=None):
         args = [sizes]
         for a, (dtype, whole) in zip(arrays, in_specs):
             if a.__class__ is not ndarray or a.dtype is not dtype or \
                     (whole and not a.flags.c_contiguous):
                 a = asarray(a, dtype=dtype, order="C")
             args.append(a)
-        outs = [empty(shape, dtype) for shape, dtype in out_specs]
+        if out is None:
+            outs = [empty(shape, dtype) for shape, dtype in out_specs]
+        else:
+            outs = [empty(spec[0], spec[1]) if o is None else o for o, spec in zip(out, out_specs)]
         call(*args, *outs)
         return outs[0] if single else tuple(outs)
     return run
