@@ -46,28 +46,59 @@ def _row_sum(xp, a, dim):
     return xp.sum(a, axis=dim, keepdims=True)
 
 
+def _row_dot(xp, a, b, dim):
+    """``(a * b).sum(dim, keepdims=True)`` without the product's temporary where both are
+    C-contiguous and ``dim`` is the last dim."""
+    if a.ndim and dim in (-1, a.ndim - 1) and a.flags.c_contiguous and b.flags.c_contiguous:
+        return xp.einsum("...i,...i->...", a, b)[..., None]
+    return _row_sum(xp, a * b, dim)
+
+
+# Softmax subtracts a shift c from x before exp so that nothing overflows; the textbook
+# c is each row's max. One c for the whole tensor (its max) is as good where no row's
+# max lies far below it, so that no row's sum of exp(x - c) comes near underflow; it
+# saves a slow max over many short rows and turns a broadcast subtraction into a
+# scalar one. Where some row does fall that far (or x holds inf or nan), the row maxima
+# are used after all.
+_MIN_ROW_SUM = float(np.exp(-20.0))
+
+
+def _shifted(xp, x, dim, keep=True):
+    """(x - c, the sums of exp(x - c) along ``dim``, c, exp(x - c)): c (a scalar or the
+    row maxima, kept dims) keeps exp from overflowing. Without ``keep``, exp is taken
+    in place and the first result is the last."""
+    if x.size and dim in (-1, x.ndim - 1) and x.flags.c_contiguous:
+        top = x.max()
+        if xp.isfinite(top):
+            z = x - top
+            e = xp.exp(z) if keep else xp.exp(z, out=z)
+            s = _row_sum(xp, e, dim)
+            if s.min() >= _MIN_ROW_SUM:
+                return z, s, top, e
+    shift = xp.max(x, axis=dim, keepdims=True, initial=-np.inf)
+    z = x - shift
+    e = xp.exp(z) if keep else xp.exp(z, out=z)
+    return z, _row_sum(xp, e, dim), shift, e
+
+
 def _softmax_forward(xp, a, dim):
-    x = _upcast(a)
-    e = x - xp.max(x, axis=dim, keepdims=True, initial=-np.inf)
-    xp.exp(e, out=e)
-    e /= _row_sum(xp, e, dim)
+    _, s, _, e = _shifted(xp, _upcast(a), dim, keep=False)
+    e /= s
     return e.astype(a.dtype, copy=False)
 
 
 def _log_softmax_forward(xp, a, dim):
-    x = _upcast(a)
-    z = x - xp.max(x, axis=dim, keepdims=True, initial=-np.inf)
-    z -= xp.log(_row_sum(xp, xp.exp(z), dim))
+    z, s, _, _ = _shifted(xp, _upcast(a), dim)
+    z -= xp.log(s)
     return z.astype(a.dtype, copy=False)
 
 
 def _softmax_backward_forward(xp, g, y, dim):
     # d/dx: y * (g - sum(g * y))
     g32, y32 = _upcast(g), _upcast(y)
-    gy = g32 * y32
-    xp.subtract(g32, _row_sum(xp, gy, dim), out=gy)
-    gy *= y32
-    return gy.astype(g.dtype, copy=False)
+    out = g32 - _row_dot(xp, g32, y32, dim)
+    out *= y32
+    return out.astype(g.dtype, copy=False)
 
 
 def _softmax_backward_vjp(n, gg):
@@ -85,7 +116,7 @@ def _log_softmax_backward_forward(xp, g, y, dim):
     # d/dx: g - exp(y) * sum(g)
     g32 = _upcast(g)
     out = xp.exp(_upcast(y))
-    out *= xp.sum(g32, axis=dim, keepdims=True)
+    out *= _row_sum(xp, g32, dim)
     xp.subtract(g32, out, out=out)
     return out.astype(g.dtype, copy=False)
 

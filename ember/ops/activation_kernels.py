@@ -33,25 +33,40 @@ def _same_infer(a, *rest, **params):
     return AbstractValue(a.shape, a.dtype)
 
 
-def _pointwise(name, f, df, d2f, aux=False):
+def _pointwise(name, f, df, d2f, aux=False, into=False):
     """Register ``name`` (y = f(x)) and ``name_backward`` (g * f'(x)).
 
     ``f(xp, x, **params)`` and ``df(xp, x, **params)`` work on arrays (float32 for half
     inputs); ``d2f(x, **params)`` gives f''(x) as an ember tensor, or None where f is
     piecewise linear (no second-order term). With ``aux``, f returns (y, aux) and the
     derivative gets ``df(xp, x, aux, **params)``: a value the forward computed anyway
-    (kept as a hidden second output, never exposed, so never modified in place).
+    (kept as a hidden second output, never exposed, so never modified in place). With
+    ``into``, f and df write their results into arrays given after their inputs
+    (``f(xp, x, y[, aux], **params)``, ``df(xp, x[, aux], d, **params)``) instead of
+    returning them, which spares a copy of each result.
     """
     def forward(xp, a, **params):
         dtypes = (a.dtype, _accumulate(a.dtype)) if aux else (a.dtype,)
-        out = _by_chunks(xp, lambda x: f(xp, x, **params), (a,), dtypes)
+        if into:
+            def kernel(x, outs):
+                f(xp, x, *outs, **params)
+        else:
+            def kernel(x, outs):
+                results = f(xp, x, **params)
+                for out, r in zip(outs, results if aux else (results,)):
+                    out[...] = r
+        out = _by_chunks(xp, kernel, (a,), dtypes)
         return out if aux else out[0]
 
     def backward_forward(xp, g, a, *kept, **params):
-        def kernel(g, x, *kept):
-            d = df(xp, x, *kept, **params)
-            d *= g
-            return d
+        def kernel(g, x, *kept_outs):
+            *kept, (out,) = kept_outs
+            if into:
+                df(xp, x, *kept, out, **params)
+                out *= g
+            else:
+                d = df(xp, x, *kept, **params)
+                xp.multiply(d, g, out=out)
         return _by_chunks(xp, kernel, (g, a) + kept, (g.dtype,))[0]
 
     def vjp(n, grads):
@@ -89,23 +104,29 @@ _CHUNK = 32768  # elements per piece: a kernel's few temporaries stay in the L2 
 
 
 def _by_chunks(xp, kernel, arrays, dtypes):
-    """``kernel`` (same-shape arrays -> array or tuple of arrays) applied to ``arrays``
-    (upcast from half precision), in cache-sized pieces of the flattened arrays; returns
-    the results cast to ``dtypes``, in the arrays' shape. Kernels chain many NumPy
-    passes, which run several times faster on pieces that stay in the cache."""
+    """``kernel(*pieces, outs)`` applied to same-shape ``arrays`` (upcast from half
+    precision) in cache-sized pieces of the flattened arrays; it writes its results into
+    ``outs`` (arrays of a piece's shape, in the pieces' dtype). Returns the results as
+    ``dtypes``, in the arrays' shape. Kernels chain many NumPy passes, which run several
+    times faster on pieces that stay in the cache."""
     shape = arrays[0].shape
     flat = [_upcast(xp.ascontiguousarray(a)).reshape(-1) for a in arrays]  # 0-d as (1,)
     size = flat[0].size
-    if size <= 2 * _CHUNK:
-        results = kernel(*flat)
-        results = results if isinstance(results, tuple) else (results,)
-        return tuple(r.astype(d, copy=False).reshape(shape) for r, d in zip(results, dtypes))
-    outs = [xp.empty(size, dtype=d) for d in dtypes]
-    for start in range(0, size, _CHUNK):
-        piece = kernel(*(a[start:start + _CHUNK] for a in flat))
-        for out, part in zip(outs, piece if isinstance(piece, tuple) else (piece,)):
-            out[start:start + _CHUNK] = part
-    return tuple(out.reshape(shape) for out in outs)
+    compute = flat[0].dtype
+    results = [xp.empty(size, dtype=d) for d in dtypes]
+    # results in another dtype (half precision) are computed in scratch pieces and cast
+    direct = all(r.dtype == compute for r in results)
+    step = max(size, 1) if size <= 2 * _CHUNK else _CHUNK
+    scratch = None if direct else [xp.empty(step, dtype=compute) for _ in dtypes]
+    for start in range(0, size, step):
+        stop = min(start + step, size)
+        outs = [r[start:stop] for r in results] if direct else \
+            [s[:stop - start] for s in scratch]
+        kernel(*(a[start:stop] for a in flat), outs)
+        if not direct:
+            for r, out in zip(results, outs):
+                r[start:stop] = out
+    return tuple(r.reshape(shape) for r in results)
 
 
 def _float_input(name: str, input, int_ok: bool = False):
@@ -151,21 +172,21 @@ _TANH_K = math.sqrt(2.0 / math.pi)  # the tanh approximation's constants
 _TANH_C = 0.044715
 
 
-def _gelu_f(xp, x, approximate):
-    """(gelu(x), aux): aux is Phi(x) (exact) or the tanh term (approximate), which the
-    derivative reuses."""
+def _gelu_f(xp, x, y, aux, approximate):
+    """gelu(x) into ``y`` and into ``aux`` Phi(x) (exact) or the tanh term
+    (approximate), which the derivative reuses."""
     if approximate == "tanh":
-        t = x * x
+        t = xp.square(x, out=aux)
         t *= _TANH_C * _TANH_K
         t += _TANH_K
         t *= x
         xp.tanh(t, out=t)
-        y = t + 1
+        xp.add(t, 1, out=y)
         y *= x
         y *= 0.5
-        return y, t
-    t = _phi(xp, x)
-    return t * x, t
+        return
+    _phi(xp, x, aux)
+    xp.multiply(aux, x, out=y)
 
 
 # Phi(x) = (1 + tanh(y)) / 2 with y = atanh(erf(x / sqrt 2)) = x R(x^2): R is smooth and
@@ -177,16 +198,17 @@ _PHI_R = tuple(np.float32(c) for c in (
     0.7978849415758974))
 
 
-def _phi(xp, x):
-    """The standard normal CDF (exact in float64, else within 1e-7)."""
+def _phi(xp, x, out):
+    """The standard normal CDF into ``out`` (exact in float64, else within 1e-7)."""
     if x.dtype == np.float64:
-        t = _erf(xp, x * _SQRT_HALF)
-        t += 1
-        t *= 0.5
-        return t
+        xp.multiply(x, _SQRT_HALF, out=out)
+        out[...] = _erf(xp, out)
+        out += 1
+        out *= 0.5
+        return
     with np.errstate(over="ignore"):  # huge |x|: y overflows to +-inf, tanh gives +-1
-        u2 = x * x
-        y = u2 * _PHI_R[0]
+        u2 = xp.square(x)
+        y = xp.multiply(u2, _PHI_R[0], out=out)
         for c in _PHI_R[1:-1]:
             y += c
             y *= u2
@@ -195,13 +217,12 @@ def _phi(xp, x):
     xp.tanh(y, out=y)
     y *= np.float32(0.5)
     y += np.float32(0.5)
-    return y
 
 
-def _gelu_df(xp, x, aux, approximate):
+def _gelu_df(xp, x, aux, d, approximate):
     if approximate == "tanh":
         # 0.5 * (1 + t) + 0.5 * x * (1 - t^2) * k * (1 + 3 c x^2)
-        d = x * x
+        xp.square(x, out=d)
         d *= 3 * _TANH_C * _TANH_K
         d += _TANH_K
         d *= x
@@ -209,14 +230,13 @@ def _gelu_df(xp, x, aux, approximate):
         d += aux
         d += 1
         d *= 0.5
-        return d
-    d = x * x  # Phi(x) + x * phi(x)
+        return
+    xp.square(x, out=d)  # Phi(x) + x * phi(x)
     d *= -0.5
     xp.exp(d, out=d)
     d *= _INV_SQRT_2PI
     d *= x
     d += aux
-    return d
 
 
 def _gelu_d2f(x, approximate):
@@ -446,7 +466,7 @@ def _logsigmoid_d2f(x):
 def _linear_piece(x, **params):
     return None
 
-_GELU = _pointwise("gelu", _gelu_f, _gelu_df, _gelu_d2f, aux=True)
+_GELU = _pointwise("gelu", _gelu_f, _gelu_df, _gelu_d2f, aux=True, into=True)
 _SILU = _pointwise("silu", _silu_f, _silu_df, _silu_d2f)
 _MISH = _pointwise("mish", _mish_f, _mish_df, _mish_d2f)
 _SOFTPLUS = _pointwise("softplus", _softplus_f, _softplus_df, _softplus_d2f)

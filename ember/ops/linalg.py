@@ -55,19 +55,26 @@ def _matmul_forward(xp, a, b):
         out = xp.matmul(a.reshape(-1, a.shape[-1]), b).reshape(a.shape[:-1] + b.shape[1:])
     else:
         if a.ndim > 2 or b.ndim > 2:
-            # NumPy's batched matmul only calls BLAS for operands whose matrices are
-            # contiguous (q @ k.transpose(-2, -1) is not): a copy first is cheaper.
-            a, b = _blas_ready(xp, a), _blas_ready(xp, b)
+            # NumPy's batched matmul calls BLAS only for matrices it can hand over as they
+            # are, else runs its own slow loop: a copy first is cheaper.
+            a, b = _blas_ready(xp, a, True), _blas_ready(xp, b, False)
         out = xp.matmul(a, b)
     return out.astype(dtype) if half else out
 
 
-def _blas_ready(xp, a):
+def _blas_ready(xp, a, first: bool):
+    """``a``, or a contiguous copy where the matrices of ``a`` are not laid out as BLAS
+    takes them: rows of unit-stride elements (at any row stride), or for the first
+    operand also the transpose of that. BLAS reads a transposed second operand slowly at
+    these sizes, so that one is copied too."""
     if a.ndim < 2:
         return a
     item = a.itemsize
     rows, cols = a.strides[-2:]
-    if cols == item and rows == a.shape[-1] * item:
+    n_rows, n_cols = a.shape[-2:]
+    if cols == item and rows >= n_cols * item and rows % item == 0:
+        return a
+    if first and rows == item and cols >= n_rows * item and cols % item == 0:
         return a
     return xp.ascontiguousarray(a)
 

@@ -19,7 +19,7 @@ from ..autograd import grad_mode
 from ..errors import EmberError, EmberIndexError, EmberTypeError, EmberValueError, ShapeError
 from ..tensor import Tensor
 from . import elementwise as ew
-from .activation import log_softmax, logsigmoid, softmax
+from .activation import _shifted, log_softmax, logsigmoid, softmax
 from .activation_kernels import _pointwise, _upcast
 from .elementwise_composite import clamp_min
 from .reduce import mean as _mean, sum as _sum
@@ -136,10 +136,8 @@ def _ce_forward(xp, x, t, *weight, cdim, ignore_index, reduction, label_smoothin
     a = _upcast(x)
     w = _upcast(weight[0]) if weight else None
     classes = a.shape[cdim]
-    shift = xp.max(a, axis=cdim, keepdims=True)
-    e = a - shift
-    xp.exp(e, out=e)
-    lse = xp.log(xp.sum(e, axis=cdim, keepdims=True))
+    _, lse, shift, _ = _shifted(xp, a, cdim, keep=False)
+    xp.log(lse, out=lse)
     lse += shift
     safe, valid, per_sample = _targets(xp, t, w, classes, ignore_index, "cross_entropy",
                                        a.dtype)

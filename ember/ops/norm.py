@@ -96,22 +96,25 @@ def _normalize_forward(xp, x, *affine, axes, eps, center, has_weight, has_bias):
 def _normalize_backward_forward(xp, g, x, mean, rstd, *weight, axes, center, param_shape,
                                 need):
     """Gradients (x, weight, bias) of the normalisation; those not needed are 0-d."""
+    # With d = x - mean, gyr = g * weight * rstd and means over ``axes``:
+    # dx = gyr - rstd * mean(gy) - d * rstd^2 * mean(gyr * d) (as rstd * (gy - mean(gy)
+    # - xhat * mean(gy * xhat)), with rstd folded into the inputs: fewer passes)
     g32 = xp.ascontiguousarray(_upcast(g))
-    xhat = _upcast(x) - mean
-    xhat *= rstd
+    d = _upcast(x) - mean
+    gr = g32 * rstd
     zero = xp.zeros((), dtype=x.dtype)
-    gw = _reduce_to(xp, g32, param_shape, xhat).astype(x.dtype) if need[1] else zero
+    gw = _reduce_to(xp, gr, param_shape, d).astype(x.dtype) if need[1] else zero
     gb = _reduce_to(xp, g32, param_shape).astype(x.dtype) if need[2] else zero
     gx = zero
     if need[0]:
-        # rstd * (gy - mean(gy) - xhat * mean(gy * xhat)), gy = g * weight
-        gy = g32 * _upcast(weight[0]) if weight else g32
-        gx = xhat * _mean_of(xp, gy, axes, xhat)
-        xp.subtract(gy, gx, out=gx)
+        gyr = gr * _upcast(weight[0]) if weight else gr
+        k = _mean_of(xp, gyr, axes, d)
+        k *= rstd
+        k *= rstd
+        d *= k
         if center:
-            gx -= _mean_of(xp, gy, axes)
-        gx *= rstd
-        gx = gx.astype(x.dtype, copy=False)
+            d += _mean_of(xp, gyr, axes)
+        gx = xp.subtract(gyr, d, out=gyr).astype(x.dtype, copy=False)
     return gx, gw, gb
 
 

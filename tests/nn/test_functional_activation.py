@@ -111,6 +111,29 @@ def test_softmax_is_stable_for_large_and_infinite_inputs():
     assert np.isnan(F.softmax(ember.tensor([-math.inf, -math.inf]), 0).numpy()).all()
 
 
+@needs_torch
+@pytest.mark.parametrize("spread", [0.0, 15.0, 60.0, 400.0])
+@pytest.mark.parametrize("masked", [False, True])
+def test_softmax_rows_far_apart_match_torch(spread, masked):
+    """Softmax shifts by the whole tensor's max where no row's max lies far below it,
+    else by each row's max: rows offset by up to ``spread`` (some with -inf entries, as
+    a causal attention mask makes) take either path and match PyTorch."""
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal((4, 6, 9)) * 3).astype(np.float32)
+    x += np.linspace(-spread, 0, 6, dtype=np.float32)[:, None]
+    if masked:
+        x[..., np.triu_indices(6, 1, 9)[0], np.triu_indices(6, 1, 9)[1]] = -np.inf
+    up = rng.standard_normal(x.shape).astype(np.float32)
+    for name in ("softmax", "log_softmax"):
+        ex, tx = ember.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        out, ref = getattr(F, name)(ex, -1), getattr(TF, name)(tx, -1)
+        np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-5,
+                                   atol=1e-6)
+        out.backward(ember.tensor(up))
+        ref.backward(torch.tensor(up))
+        np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
 def test_softmax_backward_is_one_op_and_differentiates_twice():
     x = ember.tensor([[0.3, -1.2, 2.0]], requires_grad=True)
     y = F.softmax(x, 1)
@@ -201,6 +224,27 @@ def test_large_inputs_match_torch(name):
     out.backward(ember.tensor(up))
     ref.backward(torch.tensor(up))
     np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_in_pieces_matches_torch(dtype, approximate):
+    """gelu's kernels write each cache-sized piece straight into the result (float32,
+    float64) or through a float32 scratch piece (half precision)."""
+    x = np.random.default_rng(2).uniform(-6, 6, (2, 40001)).astype(np.float32)
+    up = np.cos(x)
+    ex = ember.tensor(x).to(getattr(ember, dtype)).requires_grad_(True)
+    tx = torch.tensor(x).to(getattr(torch, dtype)).requires_grad_(True)
+    out, ref = F.gelu(ex, approximate=approximate), TF.gelu(tx, approximate=approximate)
+    assert out.dtype is getattr(ember, dtype)
+    rtol, atol = HALF_TOL[dtype]
+    np.testing.assert_allclose(out.detach().to(ember.float64).numpy(),
+                               ref.detach().double().numpy(), rtol=rtol, atol=atol)
+    out.backward(ember.tensor(up).to(getattr(ember, dtype)))
+    ref.backward(torch.tensor(up).to(getattr(torch, dtype)))
+    np.testing.assert_allclose(ex.grad.to(ember.float64).numpy(), tx.grad.double().numpy(),
+                               rtol=2 * rtol, atol=2 * atol)
 
 
 # Errors ------------------------------------------------------------------------------------

@@ -203,6 +203,25 @@ def test_cross_entropy_known_values():
     np.testing.assert_allclose(ignored.item(), per_sample[0], rtol=1e-6)
 
 
+@needs_torch
+@pytest.mark.parametrize("spread", [0.0, 200.0])
+def test_cross_entropy_rows_far_apart_match_torch(spread):
+    """The log-sum-exp shifts by the batch's max logit unless some row lies far below
+    it (then by each row's max); both ways match PyTorch, values and gradients."""
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((6, 11)) * 4).astype(np.float32)
+    x += np.linspace(-spread, spread / 2, 6, dtype=np.float32)[:, None]
+    t = rng.integers(0, 11, 6)
+    ex, tx = ember.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    out = F.cross_entropy(ex, ember.tensor(t), reduction="none")
+    ref = torch.nn.functional.cross_entropy(tx, torch.tensor(t), reduction="none")
+    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-5,
+                               atol=1e-5)
+    out.sum().backward()
+    ref.sum().backward()
+    np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_cross_entropy_all_ignored_is_nan_like_torch():
     x = ember.randn(3, 4)
     t = ember.tensor([-100, -100, -100])

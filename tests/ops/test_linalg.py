@@ -174,6 +174,45 @@ def test_half_matmul_accumulates_in_float32():
     assert (bf @ bf.t()).dtype is ember.bfloat16
 
 
+@needs_torch
+@pytest.mark.parametrize("layout", ["rows", "transposed", "flipped", "broadcast"])
+def test_batched_matmul_of_strided_views_matches_torch(layout):
+    """Batched operands that are views (attention's q, k, v split from one projection,
+    transposed, reversed, expanded), which the forward hands to BLAS as they are or
+    copies first; values and gradients of both operands against PyTorch."""
+    rng = np.random.default_rng(0)
+    qkv = rng.standard_normal((3, 5, 3 * 8)).astype(np.float32)
+    other = rng.standard_normal((3, 2, 4, 5)).astype(np.float32)
+    up = rng.standard_normal((3, 2, 5, 5)).astype(np.float32)
+
+    def run(lib, make):
+        base = make(qkv).requires_grad_(True)
+        w = make(other).requires_grad_(True)
+        q, k = base.split(8, dim=2)[:2]
+        q = q.reshape(3, 5, 2, 4).transpose(1, 2)    # rows 24 apart: a view
+        k = k.reshape(3, 5, 2, 4).transpose(1, 2)
+        if layout == "rows":
+            a, b = q, k.transpose(-2, -1)            # second operand transposed
+        elif layout == "transposed":
+            a, b = w.transpose(-2, -1), q.transpose(-2, -1)    # both operands transposed
+        elif layout == "flipped":
+            a, b = q.flip(-1), w.flip(-2)
+        else:
+            a, b = q, w[:1, :1].expand(3, 2, 4, 5)
+        out = a @ b
+        out.backward(lib.from_numpy(up[..., :out.shape[-1]].copy()))
+        return out, base.grad, w.grad
+
+    got = run(ember, ember.from_numpy)
+    want = run(torch, torch.from_numpy)
+    for g, w in zip(got, want):
+        if w is None:
+            assert g is None
+            continue
+        np.testing.assert_allclose(g.detach().numpy(), w.detach().numpy(), rtol=1e-5,
+                                   atol=1e-5)
+
+
 def test_tensordot_known_values():
     a = ember.arange(6.0).reshape(2, 3)
     b = ember.arange(6.0).reshape(3, 2)
