@@ -73,8 +73,11 @@ def make_step(lib, workload: str):
     lib.manual_seed(0)
     model, optimizer, loss_fn = build(lib, workload)
     x_np, y_np = batch(workload)
-    x, y = lib.from_numpy(x_np), lib.from_numpy(y_np)
+    return step_function(optimizer, loss_fn, lib.from_numpy(x_np), lib.from_numpy(y_np))
 
+
+def step_function(optimizer, loss_fn, x, y):
+    """A zero-argument function running one training step on the batch ``(x, y)``."""
     def step():
         optimizer.zero_grad()
         loss = loss_fn(x, y)

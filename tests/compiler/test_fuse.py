@@ -289,20 +289,13 @@ def test_training_steps_compiled_equal_eager(workload, backend, monkeypatch, tmp
             pytest.skip("no C compiler")
         monkeypatch.setenv("EMBER_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("EMBER_JIT_BACKEND", backend)
-    from training import batch, build
+    from training import batch, build, step_function
 
     def make():
         ember.manual_seed(0)
         model, opt, loss_fn = build(ember, workload)
         x, y = (ember.from_numpy(a) for a in batch(workload))
-
-        def step():
-            opt.zero_grad()
-            loss = loss_fn(x, y)
-            loss.backward()
-            opt.step()
-            return loss
-        return model, step
+        return model, step_function(opt, loss_fn, x, y)
     eager_model, eager = make()
     jit_model, compiled = make()
     compiled = ember.jit(compiled)

@@ -13,7 +13,8 @@ import pytest
 
 import ember
 from ember.compiler import TraceError
-from tests.ops.optable import _call, _samples, float_positions, result_arrays, to_ember
+from tests.ops.optable import (_call, _first_float, _samples, float_positions, result_arrays,
+                               to_ember)
 
 TABLES = ["tests.ops.test_elementwise", "tests.ops.test_elementwise_composite",
           "tests.ops.test_linalg", "tests.ops.test_movement", "tests.ops.test_reduce",
@@ -112,12 +113,3 @@ def test_grad_compiled_equals_eager(case, dtype):
             _close(result_arrays(c), result_arrays(e), dtype,
                    f"{case.name}[{dtype}] grad of arg {pos[i]} {sample}")
 
-
-def _first_float(out):
-    if isinstance(out, (tuple, list)):
-        for o in out:
-            f = _first_float(o)
-            if f is not None:
-                return f
-        return None
-    return out if out.is_floating_point() else None

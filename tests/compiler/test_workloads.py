@@ -13,7 +13,7 @@ import pytest
 import ember
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
-from training import batch, build  # noqa: E402
+from training import batch, build, step_function  # noqa: E402
 
 BACKENDS = ["c", "numpy"]
 WORKLOADS = ["mlp", "cnn", "gpt"]
@@ -47,13 +47,7 @@ def _setup(workload, dtype, optimizer=None, rows=None):
 
 
 def _step(model, opt, loss_fn, x, y):
-    def step():
-        opt.zero_grad()
-        loss = loss_fn(x, y)
-        loss.backward()
-        opt.step()
-        return loss
-    return step
+    return step_function(opt, loss_fn, x, y)
 
 
 def _rel(a, b):
