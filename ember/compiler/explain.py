@@ -80,6 +80,8 @@ def explain(fn, *args, **kwargs) -> str:
             key = compiled._key(*flatten((args, kwargs)))
         compiled(*args, **kwargs)
         spec = compiled.cache.get(key)
+        if isinstance(spec, str):  # ran eagerly (fallback=True): report the traces only
+            spec = None
     text = explain_compiled(compiled, spec)
     print(text)
     return text
@@ -92,11 +94,12 @@ def _is_compiled(fn) -> bool:
 def explain_compiled(compiled, spec=None) -> str:
     """The report of :func:`explain` for a compiled function (its most recent
     specialisation unless ``spec`` is given), without calling it."""
-    if not compiled.cache:
-        raise EmberError("ember.jit: nothing traced yet; call the function first or pass "
-                         "example arguments: ember.jit.explain(fn, *args)")
     if spec is None:
-        spec = next(reversed(compiled.cache.values()))
+        try:
+            spec = compiled.latest()
+        except EmberError:
+            raise EmberError("ember.jit: nothing traced yet; call the function first or "
+                             "pass example arguments: ember.jit.explain(fn, *args)") from None
     graph = spec.graph
     original = spec.original if spec.original is not None else graph
     name = getattr(compiled, "__name__", type(compiled).__name__)

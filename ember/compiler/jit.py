@@ -28,6 +28,7 @@ from .runtime import GuardFailure, NumpyExecutor, apply_updates, fetch_inputs, r
 from .trace import DataDependentError, Trace, TraceError
 
 CACHE_SIZE = 8
+_EAGER = "eager"  # a cache entry: this signature runs eagerly (fallback=True)
 
 
 def _log(message: str) -> None:
@@ -221,6 +222,8 @@ class CompiledFunction:
         key = self._key(leaves, tree)
         spec = self.cache.get(key)
         reason = None
+        if spec is _EAGER:  # (fallback=True) this signature could not be traced
+            return self.fn(*args, **kwargs)
         if spec is not None:
             reason = spec.check_grads(leaves)
             if reason is None:
@@ -274,6 +277,9 @@ class CompiledFunction:
                 self._warned = True
                 warnings.warn(f"ember.jit: running {self.__name__} eagerly: {exc}",
                               stacklevel=3)
+            self.cache[key] = _EAGER
+            self.retraces.append(f"{reason} (not traceable: runs eagerly)")
+            self._last_key = key
             return self.fn(*args, **kwargs)
         original = snapshot(graph)  # the passes rewrite graph in place
         if self.optimize:
@@ -301,9 +307,14 @@ class CompiledFunction:
     # Looking inside ---------------------------------------------------------------------
     def graph(self):
         """The optimised graph of the most recent specialisation."""
-        if not self.cache:
+        return self.latest().graph
+
+    def latest(self) -> Specialization:
+        """The most recently traced specialisation."""
+        specs = [s for s in self.cache.values() if s is not _EAGER]
+        if not specs:
             raise EmberError("ember.jit: nothing traced yet; call the function first")
-        return next(reversed(self.cache.values())).graph
+        return specs[-1]
 
     def explain(self) -> str:
         """Print and return what ember.jit made of the most recent specialisation:

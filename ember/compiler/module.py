@@ -36,6 +36,17 @@ class CompiledModule:
     def graph(self):
         return self.compiled.graph()
 
+    def latest(self):
+        return self.compiled.latest()
+
+    @property
+    def cache(self):
+        return self.compiled.cache
+
+    @property
+    def retraces(self) -> list:
+        return self.compiled.retraces
+
     def __repr__(self) -> str:
         return f"ember.jit({self.module!r})"
 

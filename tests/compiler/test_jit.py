@@ -164,6 +164,8 @@ def test_dynamic_shape_op_is_refused_and_fallback_runs_eagerly():
     g = ember.jit(f, fallback=True)
     with pytest.warns(UserWarning, match="running f eagerly"):
         assert g(x).tolist() == [[1], [2]]
+    assert g(ember.tensor([3.0, 0.0, 0.0])).tolist() == [[0]]  # no second trace or warning
+    assert len(g.retraces) == 1 and "runs eagerly" in g.retraces[0]
 
 
 def test_escaped_tracer_is_reported_with_where_it_was_made():
