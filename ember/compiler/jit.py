@@ -243,6 +243,8 @@ class CompiledFunction:
                  "requires_grad", "grad mode", "default dtype",
                  "training/eval mode or the modules' parameters, buffers or submodules")
         for name, a, b in zip(names, last, key):
+            if a != b and name.startswith("argument"):
+                return f"{name} changed: {_describe(a)} -> {_describe(b)}"
             if a != b:
                 if name.startswith("tensor"):
                     for i, (x, y) in enumerate(zip(a, b)):
@@ -323,6 +325,27 @@ class CompiledFunction:
         text = explain_compiled(self)
         print(text)
         return text
+
+
+def _describe(tree) -> str:
+    """An argument structure from :func:`flatten`, readably: ``(T, scale=3.0)``."""
+    args, kwargs = tree[1]
+    parts = [_describe_node(n) for n in args[1]]
+    parts += [f"{k}={_describe_node(v)}" for k, v in kwargs[1]]
+    text = "(" + ", ".join(parts) + ")"
+    return text if len(text) < 80 else text[:76] + "...)"
+
+
+def _describe_node(node) -> str:
+    tag = node[0]
+    if tag == "T":
+        return "tensor"
+    if tag == "C":
+        return repr(node[1])
+    if tag == "dict":
+        return "{" + ", ".join(f"{k!r}: {_describe_node(v)}" for k, v in node[1]) + "}"
+    inner = ", ".join(_describe_node(n) for n in node[1])
+    return f"[{inner}]" if tag == "list" else f"({inner})"
 
 
 def _key(target):

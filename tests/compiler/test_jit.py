@@ -37,6 +37,14 @@ def test_same_signature_never_retraces_and_changes_retrace_once_with_reason():
     assert len(f.retraces) == 3 and len(calls) == 3
 
 
+def test_non_tensor_arguments_are_part_of_the_signature():
+    f = ember.jit(lambda x, scale=2.0: x * scale)
+    x = ember.ones(2)
+    assert f(x).tolist() == [2.0, 2.0] and f(x, scale=3.0).tolist() == [3.0, 3.0]
+    assert f.retraces[1] == ("argument structure or non-tensor values changed: (tensor) -> "
+                             "(tensor, scale=3.0)")
+
+
 def test_train_eval_and_grad_mode_retrace():
     ember.manual_seed(0)
     model = ember.nn.Sequential(ember.nn.Linear(3, 3), ember.nn.Dropout(0.5))
