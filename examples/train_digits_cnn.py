@@ -53,6 +53,8 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--compile", action="store_true",
+                        help="run each training step through ember.jit")
     parser.add_argument("--out", default=None, help="where to save the model "
                         "(default: a temporary file, removed at the end)")
     args = parser.parse_args()
@@ -68,19 +70,24 @@ def main() -> None:
     print(f"Digits: {len(train_set)} train / {len(test_set)} test images; "
           f"{sum(p.numel() for p in model.parameters()):,} parameters")
 
+    def train_step(images, labels):
+        logits = model(images)
+        loss = F.cross_entropy(logits, labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        return loss.detach(), (logits.argmax(dim=1) == labels).sum()
+
+    step = ember.jit(train_step) if args.compile else train_step
     start = time.perf_counter()
     for epoch in range(1, args.epochs + 1):
         model.train()
         seen, loss_sum, correct, tic = 0, 0.0, 0, time.perf_counter()
         for images, labels in train_loader:
-            logits = model(images)
-            loss = F.cross_entropy(logits, labels)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+            loss, hits = step(images, labels)
             seen += labels.shape[0]
             loss_sum += loss.item() * labels.shape[0]
-            correct += (logits.argmax(dim=1) == labels).sum().item()
+            correct += hits.item()
         scheduler.step()
         test_loss, test_acc, _ = evaluate(model, test_loader)
         rate = seen / (time.perf_counter() - tic)
