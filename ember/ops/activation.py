@@ -19,7 +19,7 @@ from .. import dtypes as dt
 from ..errors import EmberError
 from ..tensor import Tensor
 from . import elementwise as ew
-from .reduce import sum as _sum
+from .reduce import amax, sum as _sum
 from .registry import apply, register
 from .shape import chunk, reshape, wrap_dim
 
@@ -130,17 +130,51 @@ def _log_softmax_backward_vjp(n, gg):
     return dg, dy
 
 
+# The same four in ember ops, for ember.jit to fuse (Op.decompose): over the last dim
+# only, where the reductions are a generated kernel's inner loop; shifted by the row
+# maxima (a kernel reads each row's max in its first pass).
+def _over_last_dim(x, dim) -> bool:
+    return dim == x.ndim - 1 and x.dtype in (dt.float32, dt.float64)
+
+
+def _softmax_ops(x, dim):
+    if not _over_last_dim(x, dim):
+        return None
+    e = ew.exp(x - amax(x, dim, keepdim=True))
+    return e / _sum(e, dim, keepdim=True)
+
+
+def _softmax_backward_ops(g, y, dim):
+    return (g - _sum(g * y, dim, keepdim=True)) * y if _over_last_dim(g, dim) else None
+
+
+def _log_softmax_ops(x, dim):
+    if not _over_last_dim(x, dim):
+        return None
+    z = x - amax(x, dim, keepdim=True)
+    return z - ew.log(_sum(ew.exp(z), dim, keepdim=True))
+
+
+def _log_softmax_backward_ops(g, y, dim):
+    if not _over_last_dim(g, dim):
+        return None
+    return g - ew.exp(y) * _sum(g, dim, keepdim=True)
+
+
 _SOFTMAX = register("softmax", _softmax_forward,
                     lambda n, g: apply(_SOFTMAX_BACKWARD, g, n.output(0), dim=n.params["dim"]),
-                    saves_inputs=False, saves_outputs=True, infer=_same_infer)
+                    saves_inputs=False, saves_outputs=True, infer=_same_infer,
+                    decompose=_softmax_ops)
 _SOFTMAX_BACKWARD = register("softmax_backward", _softmax_backward_forward,
-                             _softmax_backward_vjp, infer=_same_infer)
+                             _softmax_backward_vjp, infer=_same_infer,
+                             decompose=_softmax_backward_ops)
 _LOG_SOFTMAX = register(
     "log_softmax", _log_softmax_forward,
     lambda n, g: apply(_LOG_SOFTMAX_BACKWARD, g, n.output(0), dim=n.params["dim"]),
-    saves_inputs=False, saves_outputs=True, infer=_same_infer)
+    saves_inputs=False, saves_outputs=True, infer=_same_infer, decompose=_log_softmax_ops)
 _LOG_SOFTMAX_BACKWARD = register("log_softmax_backward", _log_softmax_backward_forward,
-                                 _log_softmax_backward_vjp, infer=_same_infer)
+                                 _log_softmax_backward_vjp, infer=_same_infer,
+                                 decompose=_log_softmax_backward_ops)
 
 
 def _softmax_dim(name: str, ndim: int, stacklevel: int) -> int:

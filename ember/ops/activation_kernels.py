@@ -33,7 +33,7 @@ def _same_infer(a, *rest, **params):
     return AbstractValue(a.shape, a.dtype)
 
 
-def _pointwise(name, f, df, d2f, aux=False, into=False):
+def _pointwise(name, f, df, d2f, aux=False, into=False, ops=None):
     """Register ``name`` (y = f(x)) and ``name_backward`` (g * f'(x)).
 
     ``f(xp, x, **params)`` and ``df(xp, x, **params)`` work on arrays (float32 for half
@@ -43,7 +43,10 @@ def _pointwise(name, f, df, d2f, aux=False, into=False):
     (kept as a hidden second output, never exposed, so never modified in place). With
     ``into``, f and df write their results into arrays given after their inputs
     (``f(xp, x, y[, aux], **params)``, ``df(xp, x[, aux], d, **params)``) instead of
-    returning them, which spares a copy of each result.
+    returning them, which spares a copy of each result. ``ops``, optional, is
+    ``(f_ops(x, **params), df_ops(x[, aux], **params))``: f (with ``aux``, (y, aux)) and
+    f' in ember ops, for ``ember.jit`` to fuse with the ops around them
+    (:attr:`~ember.ops.registry.Op.decompose`).
     """
     def forward(xp, a, **params):
         dtypes = (a.dtype, _accumulate(a.dtype)) if aux else (a.dtype,)
@@ -83,12 +86,26 @@ def _pointwise(name, f, df, d2f, aux=False, into=False):
             dx = None if second is None else gg * g * second
         return (dg, dx) + (None,) * len(kept)
 
+    decompose, backward_decompose = _decompositions(*ops) if ops else (None, None)
     infer = _aux_infer if aux else _same_infer
     op = register(name, forward, vjp, infer=infer, n_outputs=2 if aux else 1,
-                  saves_outputs=aux)
+                  saves_outputs=aux, decompose=decompose)
     backward_op = register(name + "_backward", backward_forward, backward_vjp,
-                           infer=_same_infer)
+                           infer=_same_infer, decompose=backward_decompose)
     return op
+
+
+_LOWERED = (dt.float32, dt.float64)  # half precision keeps its primitive (it upcasts)
+
+
+def _decompositions(f_ops, df_ops):
+    """The ``decompose`` rules of an activation and of its backward op."""
+    def decompose(x, **params):
+        return f_ops(x, **params) if x.dtype in _LOWERED else None
+
+    def backward_decompose(g, x, *kept, **params):
+        return df_ops(x, *kept, **params) * g if x.dtype in _LOWERED else None
+    return decompose, backward_decompose
 
 
 def _aux_infer(a, **params):
@@ -237,6 +254,37 @@ def _gelu_df(xp, x, aux, d, approximate):
     d *= _INV_SQRT_2PI
     d *= x
     d += aux
+
+
+def _gelu_ops(x, approximate):
+    """(gelu(x), aux) in ember ops, as :func:`_gelu_f` computes them; tanh(z) is written
+    2 sigmoid(2z) - 1, since generated code has a fast exp but calls libm's slow tanh."""
+    if approximate == "tanh":
+        t = (x * x * (_TANH_C * _TANH_K) + _TANH_K) * x
+        t = ew.sigmoid(t * 2.0) * 2.0 - 1.0
+        return (t + 1.0) * x * 0.5, t
+    phi = _phi_ops(x)
+    return phi * x, phi
+
+
+def _phi_ops(x):
+    """:func:`_phi` in ember ops, with (1 + tanh(y)) / 2 as sigmoid(2y)."""
+    if x.dtype is dt.float64:
+        return (ew.erf(x * _SQRT_HALF) + 1.0) * 0.5
+    u2 = x * x
+    y = u2 * _PHI_R[0]
+    for c in _PHI_R[1:-1]:
+        y = (y + c) * u2
+    y = (y + _PHI_R[-1]) * x
+    return ew.sigmoid(y * 2.0)
+
+
+def _gelu_df_ops(x, aux, approximate):
+    """:func:`_gelu_df` in ember ops."""
+    if approximate == "tanh":
+        d = (x * x * (3 * _TANH_C * _TANH_K) + _TANH_K) * x
+        return (d * (1.0 - aux * aux) + aux + 1.0) * 0.5
+    return ew.exp(x * x * -0.5) * _INV_SQRT_2PI * x + aux
 
 
 def _gelu_d2f(x, approximate):
@@ -466,7 +514,8 @@ def _logsigmoid_d2f(x):
 def _linear_piece(x, **params):
     return None
 
-_GELU = _pointwise("gelu", _gelu_f, _gelu_df, _gelu_d2f, aux=True, into=True)
+_GELU = _pointwise("gelu", _gelu_f, _gelu_df, _gelu_d2f, aux=True, into=True,
+                   ops=(_gelu_ops, _gelu_df_ops))
 _SILU = _pointwise("silu", _silu_f, _silu_df, _silu_d2f)
 _MISH = _pointwise("mish", _mish_f, _mish_df, _mish_d2f)
 _SOFTPLUS = _pointwise("softplus", _softplus_f, _softplus_df, _softplus_d2f)

@@ -21,7 +21,9 @@ from ..tensor import Tensor
 from . import elementwise as ew
 from .activation import _shifted, log_softmax, logsigmoid, softmax
 from .activation_kernels import _pointwise, _upcast
+from .creation import arange
 from .elementwise_composite import clamp_min
+from .logical import eq
 from .reduce import mean as _mean, sum as _sum
 from .registry import AbstractValue, apply, register
 from .shape import expand, movedim, reshape, unsqueeze
@@ -227,6 +229,31 @@ def _target_terms(x, t, weight, ignore_index, cdim):
     return per_sample, valid, _sum(per_sample), onehot
 
 
+def _ce_backward_ops(g, x, t, lse, *weight, cdim, ignore_index, reduction,
+                     label_smoothing):
+    """:func:`_ce_backward_forward` in ember ops, for ember.jit to fuse (Op.decompose):
+    (N, C) logits without class weights. The forward checked the targets."""
+    if weight or x.ndim != 2 or x.numel() == 0 or t.dtype is not dt.int64 or \
+            x.dtype not in (dt.float32, dt.float64):
+        return None
+    classes = x.shape[1]
+    # every per-row value first (one kernel), then the (N, C) ones (a second)
+    valid = t != ignore_index
+    safe = ew.where(valid, t, 0)
+    per_sample = valid.to(x.dtype)
+    coef = g / _sum(per_sample) if reduction == "mean" else g
+    eps = label_smoothing
+    hard = per_sample * (1 - eps)
+    scale = hard + per_sample * float(eps) if eps else hard  # eps / C, for each of C classes
+    scaled, target_term = scale * coef, hard * coef
+    smooth = per_sample * (eps / classes) * coef if eps else None
+    grad = ew.exp(x - lse) * unsqueeze(scaled, 1)
+    if eps:
+        grad = grad - unsqueeze(smooth, 1)
+    is_target = eq(arange(classes), unsqueeze(safe, 1))
+    return ew.where(is_target, grad - unsqueeze(target_term, 1), grad)
+
+
 def _ce_infer(x, t, *weight, cdim, ignore_index, reduction, label_smoothing):
     shape = tuple(t.shape) if reduction == "none" else ()
     stat = tuple(1 if i == cdim else s for i, s in enumerate(x.shape))
@@ -236,7 +263,8 @@ def _ce_infer(x, t, *weight, cdim, ignore_index, reduction, label_smoothing):
 
 _CROSS_ENTROPY = register("cross_entropy_loss", _ce_forward, _ce_vjp, n_outputs=2,
                           saves_outputs=True, infer=_ce_infer)
-_CE_BACKWARD = register("cross_entropy_loss_backward", _ce_backward_forward)
+_CE_BACKWARD = register("cross_entropy_loss_backward", _ce_backward_forward,
+                       decompose=_ce_backward_ops)
 
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,

@@ -15,14 +15,16 @@ import numbers
 
 import ml_dtypes
 
+from .. import dtypes as dt
 from ..autograd import grad_mode
 from ..errors import EmberError, EmberValueError, ShapeError
 from ..tensor import Tensor
 from . import elementwise as ew
 from .activation import _upcast  # half precision computes in float32
+from .creation import zeros
 from .elementwise_composite import clamp_min
 from .movement import pad
-from .reduce import mean as _mean, norm as _norm
+from .reduce import mean as _mean, norm as _norm, sum as _sum
 from .registry import AbstractValue, apply, register
 from .scan import cumsum
 from .shape import expand, reshape
@@ -160,23 +162,84 @@ def _normalize_grads_composite(g, x, weight, params, need):
     return gx, (g * xhat if need[1] else None), (g if need[2] else None)
 
 
+# The normalisation and its backward in ember ops, for ember.jit to fuse
+# (Op.decompose): where the statistics are over the trailing dims and the affine
+# parameters are of their shape (layer and RMS norm), each row's mean and variance are
+# reductions in a generated kernel's inner loop.
+def _fusible(x, axes, param_shapes) -> bool:
+    trailing = tuple(x.shape[x.ndim - len(axes):])
+    return x.numel() > 0 and x.dtype in (dt.float32, dt.float64) and \
+        axes == tuple(range(x.ndim - len(axes), x.ndim)) and \
+        all(tuple(shape) == trailing for shape in param_shapes)
+
+
+def _normalize_ops(x, *affine, axes, eps, center, has_weight, has_bias):
+    if not _fusible(x, axes, [a.shape for a in affine]):
+        return None
+    n = math.prod(x.shape[a] for a in axes)
+    if center:
+        mean = _sum(x, axes, keepdim=True) / n
+        d = x - mean
+    else:
+        mean, d = zeros(_stat_shape(x, axes), dtype=x.dtype), x
+    rstd = ew.rsqrt(_sum(d * d, axes, keepdim=True) / n + eps)
+    y = d * rstd
+    if has_weight:
+        y = y * affine[0]
+    if has_bias:
+        y = y + affine[-1]
+    return y, mean, rstd
+
+
+def _normalize_backward_ops(g, x, mean, rstd, *weight, axes, center, param_shape, need):
+    if not _fusible(x, axes, [param_shape] if param_shape else []):
+        return None
+    n = math.prod(x.shape[a] for a in axes)
+    lead = tuple(range(x.ndim - len(axes)))
+    gx = gw = gb = zeros((), dtype=x.dtype)
+    # the parameters' gradients sum over rows (not a fusible reduction): computed from
+    # values of their own, so that the kernel for gx stays open to what follows it
+    if need[1]:
+        gw = _sum_rows(g * rstd * (x - mean), lead)
+    if need[2]:
+        gb = _sum_rows(g, lead)
+    if need[0]:
+        d = x - mean
+        gyr = g * rstd * weight[0] if weight else g * rstd
+        k = _sum(gyr * d, axes, keepdim=True) / n * rstd * rstd
+        gx = d * k
+        if center:
+            gx = gx + _sum(gyr, axes, keepdim=True) / n
+        gx = gyr - gx
+    return gx, gw, gb
+
+
+def _sum_rows(t, lead):
+    return _sum(t, lead) if lead else t
+
+
+def _stat_shape(x, axes):
+    return tuple(1 if i in axes else s for i, s in enumerate(x.shape))
+
+
 def _normalize_infer(x, *affine, axes, eps, center, has_weight, has_bias):
     stat = tuple(1 if i in axes else s for i, s in enumerate(x.shape))
-    from .. import dtypes as dt
     acc = dt.float32 if x.dtype.itemsize == 2 else x.dtype
     return AbstractValue(x.shape, x.dtype), AbstractValue(stat, acc), AbstractValue(stat, acc)
 
 
 def _register_norm(name):
     return register(name, _normalize_forward, _normalize_vjp, n_outputs=3,
-                    saves_outputs=True, broadcasting=True, infer=_normalize_infer)
+                    saves_outputs=True, broadcasting=True, infer=_normalize_infer,
+                    decompose=_normalize_ops)
 
 
 _LAYER_NORM = _register_norm("native_layer_norm")
 _BATCH_NORM = _register_norm("native_batch_norm")
 _GROUP_NORM = _register_norm("native_group_norm")
 _RMS_NORM = _register_norm("rms_norm")
-_NORMALIZE_BACKWARD = register("normalize_backward", _normalize_backward_forward, n_outputs=3)
+_NORMALIZE_BACKWARD = register("normalize_backward", _normalize_backward_forward, n_outputs=3,
+                               decompose=_normalize_backward_ops)
 
 
 def _normalize(op, x, weight, bias, axes, eps, center=True):

@@ -45,17 +45,23 @@ class Op:
             written at an index" (basic indexing views), ``grad_index(node)`` gives that
             index, so a first-order backward adds the gradient straight into one buffer
             per input instead of materializing a zero-filled gradient per output.
+        decompose: for a fused primitive (softmax, layer norm, GELU, ...):
+            ``decompose(*tensors, **params)`` computing the same outputs (one tensor, or
+            a tuple of ``n_outputs``) in simpler ember ops — elementwise ops and
+            reductions over the trailing dims, which ``ember.jit`` fuses into generated
+            loops — or None where that would not fuse (a reduction over leading dims, a
+            half-precision input). Used only by the compiler, never in eager mode.
     """
     __slots__ = ("name", "forward", "vjp", "infer", "n_outputs", "saves_inputs",
                  "saves_outputs", "broadcasting", "is_view", "dynamic_shape", "grad_name",
-                 "explain", "grad_index")
+                 "explain", "grad_index", "decompose")
 
     def __init__(self, name: str, forward: Callable, vjp: Callable | None = None, *,
                  infer: Callable | None = None, n_outputs: int = 1,
                  saves_inputs: bool | tuple = True, saves_outputs: bool = False,
                  broadcasting: bool = False, is_view: bool = False,
                  dynamic_shape: bool = False, explain: Callable | None = None,
-                 grad_index: Callable | None = None):
+                 grad_index: Callable | None = None, decompose: Callable | None = None):
         self.name = name
         self.forward = forward
         self.vjp = vjp
@@ -68,6 +74,7 @@ class Op:
         self.dynamic_shape = dynamic_shape
         self.explain = explain
         self.grad_index = grad_index
+        self.decompose = decompose
         self.grad_name = "".join(p.capitalize() for p in name.split("_")) + "Backward0"
 
     def __repr__(self) -> str:

@@ -82,7 +82,7 @@ def assert_same(kernel, actual, expected, tol):
 # Every rule, each dtype ----------------------------------------------------------------
 UNIT = ["exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt",
         "reciprocal", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
-        "sigmoid"]
+        "sigmoid", "erf"]
 SIGNED = ["neg", "abs", "sign", "square", "relu", "floor", "ceil", "trunc"]
 PAIR = ["add", "sub", "mul", "div", "pow", "atan2", "maximum", "minimum", "fmax", "fmin",
         "xlogy", "eq", "ne", "lt", "le", "gt", "ge"]
@@ -146,6 +146,23 @@ def test_nan_and_infinity_propagate_as_in_numpy(use_c):
     kernel = make_kernel([x, y], program)
     actual, expected = compiled_and_reference(kernel, [x, y])
     assert_same(kernel, actual, expected, TOL["float32"])
+
+
+def test_float32_exp_is_within_one_ulp_everywhere(use_c):
+    # every 4099th float32 bit pattern: each sign and magnitude, NaN, infinities, and
+    # the edges of overflow and of subnormal results
+    x = np.arange(0, 2 ** 32, 4099, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    edges = [np.nan, np.inf, -np.inf, 0.0, -0.0, 88.72283, 88.7229, -87.4, -103.9, -104.0]
+    x = np.concatenate([x, np.array(edges, np.float32)])
+    kernel = make_kernel([x], [("exp", [0], {})])
+    prepare_kernels([kernel])
+    actual = kernel.forward(np, x)
+    with np.errstate(over="ignore", invalid="ignore"):
+        exact = np.exp(x.astype(np.float64)).astype(np.float32)
+    special = ~np.isfinite(exact) | (exact == 0)
+    np.testing.assert_array_equal(actual[special], exact[special])
+    a, e = actual[~special], exact[~special]
+    assert (np.abs(a.astype(np.float64) - e) / np.spacing(e)).max() <= 1
 
 
 # Layouts ---------------------------------------------------------------------------------
@@ -215,6 +232,34 @@ def test_trailing_reductions(use_c, op, dims, keepdim, dtype):
                                                atol=1e-6))
 
 
+def test_float32_sums_of_long_rows_stay_accurate(use_c):
+    x = RNG.uniform(0, 1, (3, 5000)).astype(np.float32)  # many blocks of c.SUM_BLOCK
+    kernel = make_kernel([x], [("sum", [0], {"dims": (1,), "keepdim": False, "dtype": None})],
+                         domain=x.shape, reduced=(1,))
+    prepare_kernels([kernel])
+    # a float32 running sum would be off by ~1e-5 here; NumPy's pairwise sum by ~1e-7
+    np.testing.assert_allclose(kernel.forward(np, x), x.astype(np.float64).sum(1), rtol=3e-7)
+
+
+@pytest.mark.parametrize("op", ["amax", "amin"])
+def test_max_and_min_of_rows_of_infinities_and_nan(use_c, op):
+    x = RNG.standard_normal((4, 40)).astype(np.float32)
+    x[0], x[1], x[2, 9] = -np.inf, np.inf, np.nan
+    kernel = make_kernel([x], [("neg", [0], {}), (op, [1], {"dims": (1,), "keepdim": False})],
+                         domain=x.shape, reduced=(1,))
+    actual, expected = compiled_and_reference(kernel, [x])
+    assert_same(kernel, actual, expected, {})
+
+
+@pytest.mark.parametrize("op", ["amax", "amin"])
+def test_integer_max_and_min(use_c, op):
+    x = RNG.integers(-1000, 1000, (5, 300)).astype(np.int32)
+    kernel = make_kernel([x], [("neg", [0], {}), (op, [1], {"dims": (1,), "keepdim": True})],
+                         domain=x.shape, reduced=(1,))
+    actual, expected = compiled_and_reference(kernel, [x])
+    assert_same(kernel, actual, expected, {})
+
+
 def test_integer_sum_accumulates_in_int64(use_c):
     x = RNG.integers(-(2 ** 30), 2 ** 30, (4, 64)).astype(np.int32)
     kernel = make_kernel([x], [("abs", [0], {}),
@@ -247,6 +292,54 @@ def test_softmax_and_layer_norm_kernels(use_c, dtype):
     actual, expected = compiled_and_reference(norm, [x, w, b, n, eps])
     assert_same(norm, actual, expected, dict(rtol=1e-5 if dtype == "float32" else 1e-12,
                                              atol=1e-6))
+
+
+def test_a_value_the_last_pass_needs_again_is_stored_not_recomputed():
+    # softmax: the exp pass keeps exp(x - max) in the output, the last pass divides it
+    x = np.zeros((6, 33), np.float32)
+    red = {"dims": (1,), "keepdim": True}
+    kernel = make_kernel([x], [("amax", [0], red), ("sub", [0, 1], {}), ("exp", [2], {}),
+                               ("sum", [3], dict(red, dtype=None)), ("div", [3, 4], {})],
+                         outputs=[5], domain=x.shape, reduced=(1,))
+    body = c.render(kernel, 16).split("void ember_kernel")[1]
+    assert body.count("ember_expf(") == 1
+
+
+# Fused primitives, decomposed into their steps (passes/decompose.py) --------------------
+def _transformer_bits(x, w, b, t):
+    """Every primitive ember.jit decomposes, and their backwards."""
+    F = ember.nn.functional
+    n = x.shape[-1]
+    h = F.layer_norm(x + 0.5, (n,), w, b)
+    h = F.gelu(h) + F.gelu(h * 0.7, approximate="tanh")
+    h = F.rms_norm(h, (n,), w)
+    h = F.softmax(h * 3, -1) + F.log_softmax(h, -1) * 0.1
+    return F.cross_entropy(h.reshape(-1, n) * 4, t, ignore_index=0, label_smoothing=0.1)
+
+
+@pytest.mark.parametrize("dtype,tol", [("float32", dict(rtol=1e-5, atol=1e-6)),
+                                       ("float64", dict(rtol=1e-10, atol=1e-12))])
+def test_decomposed_primitives_compiled_equal_eager(use_c, dtype, tol):
+    x = ember.from_numpy((RNG.standard_normal((4, 6, 40)) * 2).astype(dtype))
+    w = ember.from_numpy(RNG.standard_normal(40).astype(dtype))
+    b = ember.from_numpy(RNG.standard_normal(40).astype(dtype))
+    t = ember.from_numpy(RNG.integers(0, 40, 24))
+
+    def loss_and_grads(x, w, b, t):
+        loss = _transformer_bits(x, w, b, t)
+        return (loss,) + ember.autograd.grad(loss, [x, w, b])
+    leaves = [a.detach().requires_grad_() for a in (x, w, b)]
+    eager = loss_and_grads(*leaves, t)
+    compiled = ember.jit(loss_and_grads)
+    actual = compiled(*leaves, t)
+    names = {ins.op.name for ins in compiled.graph().instrs}
+    assert not names & {"native_layer_norm", "rms_norm", "normalize_backward", "gelu",
+                        "gelu_backward", "softmax", "softmax_backward", "log_softmax",
+                        "log_softmax_backward", "cross_entropy_loss_backward"}
+    kernels = [ins.op for ins in compiled.graph().instrs if isinstance(ins.op, FusedKernel)]
+    assert all(k.backend == "c" for k in kernels)
+    for a, e in zip(actual, eager):
+        np.testing.assert_allclose(a.detach().numpy(), e.detach().numpy(), **tol)
 
 
 def test_large_kernels_agree_on_one_and_on_several_threads(use_c, monkeypatch):

@@ -16,6 +16,8 @@ import ember
 from ember import dtypes as dt
 from ember.compiler.fused import INNER, ROW, UNIFORM, FusedKernel
 from ember.compiler.ir import Constant, Graph, Input, Instr, Value
+from ember.compiler.passes import decompose as decompose_pass
+from ember.compiler.passes.decompose import decompose_composites
 from ember.compiler.passes.fuse import fuse_elementwise
 from ember.compiler.runtime import NumpyExecutor
 from ember.ops.registry import OPS, AbstractValue, infer
@@ -46,12 +48,14 @@ class Builder:
         self.g.constants.append(Constant(array, v))
         return v
 
-    def op(self, name, *inputs, effect=False, **params) -> Value:
+    def op(self, name, *inputs, effect=False, **params):
+        """The op's output value (a tuple of them for an op with several)."""
         op = OPS[name]
         out = infer(op, *[AbstractValue(v.shape, v.dtype) for v in inputs], **params)
-        ins = Instr(op, inputs, params, [(out.shape, out.dtype)], effect=effect)
+        outs = out if op.n_outputs > 1 else (out,)
+        ins = Instr(op, inputs, params, [(o.shape, o.dtype) for o in outs], effect=effect)
         self.g.instrs.append(ins)
-        return ins.outputs[0]
+        return tuple(ins.outputs) if op.n_outputs > 1 else ins.outputs[0]
 
     def finish(self, *outputs) -> Graph:
         self.g.outputs = list(outputs)
@@ -276,8 +280,140 @@ def test_recompute_regions_are_fused_only_with_themselves():
     assert not fused_instrs(graph)
 
 
+# Fused primitives, decomposed ----------------------------------------------------------
+def lowered(graph, monkeypatch):
+    """``graph`` decomposed as for the C backend (its kernels still run with NumPy),
+    then fused."""
+    with monkeypatch.context() as m:
+        m.setattr(decompose_pass, "backend_name", lambda: "c")
+        graph = decompose_composites(graph)
+    return fuse_elementwise(graph)
+
+
+def _row_stats(x, eps=1e-5):
+    mean = x.mean(-1, keepdims=True)
+    return mean, 1 / np.sqrt(((x - mean) ** 2).mean(-1, keepdims=True) + eps)
+
+
+def _primitive_case(name, dtype):
+    """(graph builder, input arrays, FusedKernel instructions expected) for ``name``."""
+    f = dt.as_dtype(dtype)
+    x = RNG.standard_normal((3, 4, 24)).astype(dtype) * 2
+    g = RNG.standard_normal((3, 4, 24)).astype(dtype)
+    w, bias = (RNG.standard_normal(24).astype(dtype) for _ in range(2))
+    norm = dict(axes=(2,), eps=1e-5, center=True, has_weight=True, has_bias=True)
+    if name == "layer_norm_after_residual_add":
+        def make(b):
+            a, r, wv, bv = b.input(x.shape, f), b.input(x.shape, f), b.input((24,), f), \
+                b.input((24,), f)
+            return b.op("native_layer_norm", b.op("add", a, r), wv, bv, **norm)
+        return make, [x, g, w, bias], 1
+    if name == "rms_norm":
+        return (lambda b: b.op("rms_norm", b.input(x.shape, f), b.input((24,), f),
+                               **dict(norm, center=False, has_bias=False))), [x, w], 1
+    if name == "normalize_backward":
+        mean, rstd = _row_stats(x)
+        def make(b):
+            args = [b.input(a.shape, f) for a in (g, x, mean, rstd, w)]
+            return b.op("normalize_backward", *args, axes=(2,), center=True,
+                        param_shape=(24,), need=(True, True, True))
+        # gx in one kernel; the weight's and bias's sums over rows apart
+        return make, [g, x, mean, rstd, w], 2
+    if name in ("softmax", "log_softmax"):
+        return (lambda b: b.op(name, b.input(x.shape, f), dim=2)), [x], 1
+    if name in ("softmax_backward", "log_softmax_backward"):
+        e = np.exp(x - x.max(-1, keepdims=True))
+        y = e / e.sum(-1, keepdims=True) if name == "softmax_backward" else np.log(e) - \
+            np.log(e.sum(-1, keepdims=True))
+        return (lambda b: b.op(name, b.input(g.shape, f), b.input(y.shape, f), dim=2)), \
+            [g, y.astype(dtype)], 1
+    if name.startswith("gelu"):
+        approximate = "tanh" if name.endswith("tanh") else "none"
+        if "backward" not in name:
+            return (lambda b: b.op("gelu", b.input(x.shape, f), approximate=approximate)), \
+                [x], 1
+        aux = OPS["gelu"].forward(np, x, approximate=approximate)[1]
+        return (lambda b: b.op("gelu_backward", *[b.input(x.shape, f) for _ in range(3)],
+                               approximate=approximate)), [g, x, aux], 1
+    assert name == "cross_entropy_loss_backward"
+    logits = x.reshape(12, 24)
+    t = RNG.integers(0, 24, 12)
+    t[3] = -100  # ignored
+    lse = np.log(np.exp(logits).sum(1, keepdims=True))
+    def make(b):
+        return b.op(name, b.input((), f), b.input(logits.shape, f), b.input((12,), dt.int64),
+                    b.input((12, 1), f), cdim=1, ignore_index=-100, reduction="mean",
+                    label_smoothing=0.1)
+    # the per-row weights, then the (rows, classes) gradient
+    return make, [np.asarray(0.7, dtype), logits, t, lse.astype(dtype)], 2
+
+
+PRIMITIVES = ["layer_norm_after_residual_add", "rms_norm", "normalize_backward", "softmax",
+              "log_softmax", "softmax_backward", "log_softmax_backward", "gelu",
+              "gelu_tanh", "gelu_backward", "gelu_backward_tanh",
+              "cross_entropy_loss_backward"]
+
+
+@pytest.mark.parametrize("name", PRIMITIVES)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_fused_primitives_decompose_into_kernels(name, dtype, monkeypatch):
+    make, arrays, n_kernels = _primitive_case(name, dtype)
+
+    def build():
+        b = Builder()
+        out = make(b)
+        return b.finish(*(out if isinstance(out, tuple) else (out,)))
+    primitive = build()
+    (op_name,) = {ins.op.name for ins in primitive.instrs} - {"add"}
+    expected = run(primitive, arrays)
+    graph = lowered(build(), monkeypatch)
+    check_order(graph)
+    assert op_name not in {ins.op.name for ins in graph.instrs}
+    assert len(fused_instrs(graph)) == n_kernels
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == "float32" else dict(rtol=1e-10, atol=1e-12)
+    for a, e in zip(run(graph, arrays), expected):
+        assert a.shape == e.shape and a.dtype == e.dtype
+        np.testing.assert_allclose(a, e, **tol)
+
+
+def test_gelu_between_matmuls_is_one_kernel_with_both_outputs(monkeypatch):
+    def make():
+        b = Builder()
+        x, w = b.input((8, 16)), b.input((16, 16))
+        y, aux = b.op("gelu", b.op("matmul", x, w), approximate="none")
+        return b.finish(b.op("matmul", y, w), aux)
+    graph = lowered(make(), monkeypatch)
+    assert [ins.op.name for ins in graph.instrs] == ["matmul", "fused_mul_add_sigmoid",
+                                                     "matmul"]
+    assert graph.instrs[1].op.n_outputs == 2  # gelu(x) and Phi(x), which its backward reads
+
+
+def test_decompositions_decline_what_would_not_fuse(monkeypatch):
+    def make():
+        b = Builder()
+        x = b.input((4, 3, 5, 5))
+        w = b.input((1, 3, 1, 1))
+        outs = [b.op("softmax", x, dim=1),                        # not the last dim
+                b.op("native_batch_norm", x, w, axes=(0, 2, 3), eps=1e-5, center=True,
+                     has_weight=True, has_bias=False)[0],         # not the trailing dims
+                b.op("gelu", b.input((4, 5), dt.float16), approximate="none")[0]]
+        return b.finish(*outs)
+    graph = lowered(make(), monkeypatch)
+    assert [ins.op.name for ins in graph.instrs] == ["softmax", "native_batch_norm", "gelu"]
+
+
+def test_numpy_backend_keeps_fused_primitives():
+    b = Builder()
+    graph = b.finish(b.op("softmax", b.input((4, 5)), dim=1))
+    assert [ins.op.name for ins in decompose_composites(graph).instrs] == ["softmax"]
+
+
 # The reference training steps ---------------------------------------------------------
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+
+
+PRIMITIVE_OPS = ["native_layer_norm", "normalize_backward", "gelu", "gelu_backward", "softmax",
+                 "softmax_backward", "cross_entropy_loss_backward"]
 
 
 @pytest.mark.parametrize("workload,backend", [("mlp", "c"), ("cnn", "c"), ("gpt", "c"),
@@ -304,6 +440,9 @@ def test_training_steps_compiled_equal_eager(workload, backend, monkeypatch, tmp
         assert math.isclose(a, b, rel_tol=1e-4), f"step {i}: eager {a}, compiled {b}"
     kernels = [ins.op for ins in compiled.graph().instrs if isinstance(ins.op, FusedKernel)]
     assert kernels and all(k.backend == backend for k in kernels)
+    if workload == "gpt" and backend == "c":  # layer norms, GELU, softmax, residual adds
+        left = {ins.op.name for ins in compiled.graph().instrs} & set(PRIMITIVE_OPS + ["add"])
+        assert not left, f"not fused: {left}"
     p1, p2 = dict(eager_model.named_parameters()), dict(jit_model.named_parameters())
     for name in p1:
         np.testing.assert_allclose(p2[name].detach().numpy(), p1[name].detach().numpy(),

@@ -11,7 +11,9 @@ the loops, the outer dims are one loop over rows (split across cores with OpenMP
 the work is large), the last dim is a simple inner loop the compiler vectorises. A
 kernel with reductions makes one inner pass per stage of its reductions (a softmax:
 max, then exp and sum, then divide); values a later pass needs again are recomputed,
-or read back from an output that already holds them.
+or read back from an output that already holds them, or (for the last pass) from an
+output it is about to overwrite. Reductions are OpenMP ``simd`` reductions, so that
+their loops vectorise too.
 
 Arguments are the NumPy arrays themselves (read through their documented
 ``PyArrayObject`` layout, where the data pointer follows the object header), which
@@ -33,6 +35,9 @@ COMPILE_AFTER_CALLS = 2
 
 # Below this many elements a kernel runs on one core (starting threads costs more).
 PARALLEL_MIN_ELEMENTS = 32768
+
+# float32 sums add this many values in float (vectorised), then the sum in double.
+SUM_BLOCK = 256
 
 # A kernel that may run on several cores times itself on one core and on all of them for
 # a few calls, every this many calls, and keeps the faster: on a machine other jobs
@@ -84,6 +89,7 @@ class _Writer:
         self.out_of = {v: j for j, v in enumerate(kernel.outputs)}
         self.reductions = [kernel.first_step + j for j, s in enumerate(kernel.steps)
                            if s.is_reduction]
+        self.last_pass, self.spills = 0, {}  # set by row_loop
 
     # Helpers ------------------------------------------------------------------------
     def emit(self, depth: int, text: str) -> None:
@@ -140,7 +146,10 @@ class _Writer:
             else:
                 self.row_loop()
         self.emit(0, "}")
-        return "\n".join(head + self.lines) + "\n"
+        body = "\n".join(self.lines)
+        if any(name + "(" in body for name in scalar.PRELUDE_NAMES):
+            head.insert(3, scalar.PRELUDE)
+        return "\n".join(head) + "\n" + body + "\n"
 
     def prologue(self) -> None:
         """One-element values: read, folded or computed once, before any loop."""
@@ -161,8 +170,9 @@ class _Writer:
 
     def flat_loop(self) -> None:
         """No reductions, one collapsed dim: a single loop over every element."""
+        # (a plain ``if`` would apply to ``simd`` too: one thread would not vectorise)
         self.emit(1, "#pragma omp parallel for simd schedule(static) num_threads(threads) "
-                     "if (threads > 1)")
+                     "if (parallel: threads > 1)")
         self.emit(1, "for (int64_t c = 0; c < s0; c++) {")
         pointers = {i: f"in{i}" for i in range(len(self.k.inputs))}
         stores = {i: f"out{j}" for i, j in self.out_of.items() if self.level[i] == INNER}
@@ -206,11 +216,62 @@ class _Writer:
         # inner outputs computed at p
         n_passes = max([1] + [self.phase[r] for r in self.reductions] +
                        [self.phase[i] + 1 for i in stores])
+        self.last_pass = n_passes - 1
+        self.spills = self.plan_spills(self.last_pass, pointers, stores)
         for p in range(n_passes):
             self.row_values(2, p)
             self.inner_pass(2, p, pointers, stores)
         self.row_values(2, n_passes)
         self.emit(1, "}")
+
+    def computed_in(self, p: int, pointers, stores) -> set:
+        """The inner values pass ``p`` computes (its outputs, its reductions' operands
+        and what they are made from), as :meth:`inner_body` finds them."""
+        k, found = self.k, set()
+
+        def need(i):
+            if self.level[i] != INNER or i in found or i in pointers or \
+                    (i in stores and self.phase[i] < p):
+                return
+            found.add(i)
+            for a in k.steps[i - k.first_step].args:
+                need(a)
+        for i in stores:
+            if self.phase[i] == p:
+                need(i)
+        for r in self.reductions:
+            if self.phase[r] == p + 1:
+                need(k.steps[r - k.first_step].args[0])
+        return found
+
+    def plan_spills(self, last: int, pointers, stores) -> dict:
+        """Values the last pass would recompute that the pass before it computed (a
+        softmax's exp): the pass before stores each in an output the last pass writes
+        (of the same C type), and the last pass reads it back from there before
+        writing that element. Returns {value: output pointer}."""
+        if last < 1:
+            return {}
+        free: dict = {}
+        for i, q in stores.items():
+            if self.phase[i] == last:
+                free.setdefault(self.ctype(i), []).append(q)
+        before = self.computed_in(last - 1, pointers, stores)
+        spills, seen = {}, set()
+
+        def visit(i):  # from the last pass's outputs down: the latest values first
+            if self.level[i] != INNER or i in seen or i in pointers or \
+                    (i in stores and self.phase[i] < last):
+                return
+            seen.add(i)
+            if i in before and i not in stores and free.get(self.ctype(i)):
+                spills[i] = free[self.ctype(i)].pop()
+                return
+            for a in self.k.steps[i - self.k.first_step].args:
+                visit(a)
+        for i in sorted(stores):
+            if self.phase[i] == last:
+                visit(i)
+        return spills
 
     def row_offset(self, pattern):
         """An input's offset at row ``o`` when it is simple (None: needs indices)."""
@@ -242,33 +303,67 @@ class _Writer:
 
     def inner_pass(self, depth: int, p: int, pointers, stores) -> None:
         """One loop over the inner dim: the inner values computed in pass ``p``, the
-        reductions fed in it, then the reductions' results."""
+        reductions fed in it, then the reductions' results. Reductions are OpenMP simd
+        reductions (so the loop vectorises); float32 sums add up blocks of
+        :data:`SUM_BLOCK` values in float, and the blocks' sums in double."""
         k = self.k
         reducing = [r for r in self.reductions if self.phase[r] == p + 1]
         computing = [i for i in stores if self.phase[i] == p]
         if not reducing and not computing:
             return
-        accs = []
+        clauses, blocked = [], []
         for r in reducing:
             step = k.steps[r - k.first_step]
-            acc_type = scalar.accumulator_type(step.op.name, step.dtype)
-            start = scalar.accumulator_start(step.op.name, step.dtype)
+            name = step.op.name
+            acc_type = scalar.accumulator_type(name, step.dtype)
+            start = scalar.accumulator_start(name, step.dtype)
             self.emit(depth, f"{acc_type} acc{r} = {start};")
-            accs.append(f"acc{r}")
-        sums = all(k.steps[r - k.first_step].op.name == "sum" for r in reducing)
-        if reducing and sums:
-            self.emit(depth, f"#pragma omp simd reduction(+:{', '.join(accs)})")
-        self.emit(depth, "for (int64_t c = 0; c < cols; c++) {")
-        self.inner_body(depth + 1, p, pointers, stores, reducing)
+            if name == "sum" and step.dtype.name == "float32":
+                blocked.append(r)
+                clauses.append(f"reduction(+:part{r})")
+            else:
+                clauses.append(f"reduction({scalar.REDUCTION_OPERATORS[name]}:acc{r})")
+            if scalar.tracks_nan(name, step.dtype):
+                self.emit(depth, f"int nan{r} = 0;")
+                clauses.append(f"reduction(|:nan{r})")
+        loop = "for (int64_t c = 0; c < cols; c++) {"
+        if blocked:
+            self.emit(depth, f"for (int64_t c0 = 0; c0 < cols; c0 += {SUM_BLOCK}) {{")
+            depth += 1
+            self.emit(depth, f"const int64_t c1 = cols - c0 < {SUM_BLOCK} ? cols : "
+                             f"c0 + {SUM_BLOCK};")
+            for r in blocked:
+                self.emit(depth, f"float part{r} = 0;")
+            loop = "for (int64_t c = c0; c < c1; c++) {"
+        if clauses:
+            self.emit(depth, f"#pragma omp simd {' '.join(clauses)}")
+        self.emit(depth, loop)
+        self.inner_body(depth + 1, p, pointers, stores, reducing, blocked)
         self.emit(depth, "}")
+        if blocked:
+            for r in blocked:
+                self.emit(depth, f"acc{r} += part{r};")
+            depth -= 1
+            self.emit(depth, "}")
         for r in reducing:
-            self.emit(depth, f"const {self.ctype(r)} v{r} = ({self.ctype(r)})acc{r};")
+            ctype = self.ctype(r)
+            value = f"({ctype})acc{r}"
+            if scalar.tracks_nan(k.steps[r - k.first_step].op.name, k.avals[r][1]):
+                value = f"nan{r} ? ({ctype})NAN : acc{r}"
+            self.emit(depth, f"const {ctype} v{r} = {value};")
             if r in self.out_of:
                 self.emit(depth, f"out{self.out_of[r]}[o] = v{r};")
 
-    def inner_body(self, depth: int, p: int, pointers, stores, reducing=()) -> None:
+    def inner_body(self, depth: int, p: int, pointers, stores, reducing=(),
+                   blocked=()) -> None:
+        """The loop body of pass ``p``; the spilled values (:meth:`plan_spills`) are
+        stored by the pass before the last, and read back first by the last."""
         k = self.k
         done: set = set()
+        if p == self.last_pass:
+            for i, q in self.spills.items():
+                self.emit(depth, f"const {self.ctype(i)} v{i} = {q}[c];")
+                done.add(i)
 
         def need(i):
             if self.level[i] != INNER or i in done:
@@ -285,6 +380,8 @@ class _Writer:
             self.emit(depth, f"const {self.ctype(i)} v{i} = {self.expr(i)};")
             if i in stores and self.phase[i] == p:
                 self.emit(depth, f"{stores[i]}[c] = v{i};")
+            elif i in self.spills and p == self.last_pass - 1:
+                self.emit(depth, f"{self.spills[i]}[c] = v{i};")
 
         for i in sorted(stores):
             if self.phase[i] == p:
@@ -293,7 +390,10 @@ class _Writer:
             step = k.steps[r - k.first_step]
             (a,) = step.args
             need(a)
-            self.emit(depth, scalar.accumulate(step.op.name, f"acc{r}", f"v{a}"))
+            acc = f"part{r}" if r in blocked else f"acc{r}"
+            self.emit(depth, scalar.accumulate(step.op.name, acc, f"v{a}"))
+            if scalar.tracks_nan(step.op.name, step.dtype):
+                self.emit(depth, f"nan{r} |= v{a} != v{a};")
 
 
 # Calling the compiled function -------------------------------------------------------
