@@ -262,7 +262,10 @@ class Tensor:
     def _refresh_traced_view(self) -> None:
         """While ``ember.jit`` traces, a view's value is re-derived from its base's
         current value (the base was rebound, not written, by an in-place op)."""
+        from .ops import registry
         from .ops.inplace import replay_view
+        if registry._trace is not None:
+            registry._trace.value_of(self)  # lifted, so that tracing ends by restoring it
         with grad_mode.set_grad_enabled(grad_mode.is_grad_enabled() and
                                         self._base._requires_grad):
             fresh = replay_view(self, self._base)

@@ -136,6 +136,8 @@ class Specialization:
         self.original = original  # the graph before the passes (for explain)
         self.out_tree = out_tree
         self.grad_guards = trace.grad_guards()
+        self.flag_guards = [(inp.source, inp.source._requires_grad) for inp in graph.inputs
+                            if inp.kind == "data"]
         self.guards = trace.guards
         self.host_calls = trace.host_calls
         self.reason = reason
@@ -162,6 +164,10 @@ class Specialization:
             now = getter()
             if now != expected:
                 return f"{label} changed: {_short(expected)} -> {_short(now)}"
+        for t, flag in self.flag_guards:
+            if t._requires_grad != flag:
+                return (f"requires_grad of a {list(t.shape)} tensor changed: {flag} -> "
+                        f"{t._requires_grad}")
         for target, was_none in self.grad_guards:
             t = resolve(target, args)
             if (t.grad is None) != was_none:
@@ -209,8 +215,12 @@ class CompiledFunction:
     def _key(self, leaves, tree):
         if self._modules is None:
             self._modules = _modules_reached(self.fn)
-        return (tree, tuple((t._data.shape, t._dtype, t._requires_grad, t.grad is None)
-                            for t in leaves),
+        ids = [id(t) for t in leaves]
+        # which arguments are the same tensor (the graph reads a repeated one once)
+        aliases = tuple(ids.index(i) for i in ids) if len(set(ids)) < len(ids) else None
+        return ((tree, aliases),
+                tuple((t._data.shape, t._dtype, t._requires_grad, t.grad is None)
+                      for t in leaves),
                 grad_mode._state.enabled, dtypes.get_default_dtype(),
                 tuple((m.training, m.__dict__.get("_structure_version", 0))
                       for m in self._modules))
@@ -244,7 +254,9 @@ class CompiledFunction:
                  "training/eval mode or the modules' parameters, buffers or submodules")
         for name, a, b in zip(names, last, key):
             if a != b and name.startswith("argument"):
-                return f"{name} changed: {_describe(a)} -> {_describe(b)}"
+                if a[0] == b[0]:
+                    return "which arguments are the same tensor changed"
+                return f"{name} changed: {_describe(a[0])} -> {_describe(b[0])}"
             if a != b:
                 if name.startswith("tensor"):
                     for i, (x, y) in enumerate(zip(a, b)):
@@ -262,13 +274,14 @@ class CompiledFunction:
                     trace.add_arg(t, i, f"arg{i}")
                 out = self.fn(*args, **kwargs)
                 out_leaves, out_tree = flatten(out)
+                out_values = [trace.value_of(t) for t in out_leaves]  # (lifts returned state)
                 diff = [i for i, t in enumerate(out_leaves) if t._requires_grad] \
                     if grad_mode._state.enabled else []
                 targets = trace_backward(trace, [out_leaves[i] for i in diff]) \
                     if diff else None
                 if targets is None:
                     diff = []
-                graph = trace.finish([trace.value_of(t) for t in out_leaves])
+                graph = trace.finish(out_values)
             del out, out_leaves
             trace.check_escapes(set())
             trace.fold_temporaries()
@@ -296,6 +309,11 @@ class CompiledFunction:
             graph = passes.optimize(graph, passes.LOWER)
         spec = Specialization(graph, trace, out_tree, reason, time.perf_counter() - start,
                               original, backward, self.__name__)
+        known = {id(m) for m in self._modules}
+        new = [m for m in trace.modules_called.values() if id(m) not in known]
+        if new:  # modules the function reached in ways _modules_reached cannot see
+            self._modules = self._modules + new
+            key = self._key(leaves, key[0][0])
         self.cache[key] = spec
         self.cache.move_to_end(key)
         while len(self.cache) > CACHE_SIZE:

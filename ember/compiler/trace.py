@@ -142,13 +142,15 @@ class _Lifted:
 
     ``owner`` is set when the tensor is another lifted tensor's ``.grad`` (then it is
     read, and updated, as that tensor's grad rather than as an object of its own)."""
-    __slots__ = ("tensor", "data", "version", "grad", "input", "owner", "grad_none", "node")
+    __slots__ = ("tensor", "data", "version", "grad", "input", "owner", "grad_none", "node",
+                 "view_version")
 
     def __init__(self, tensor, inp: Input, owner=None, grad_none: bool = True):
         self.tensor, self.data, self.input, self.owner = tensor, tensor._data, inp, owner
         self.version, self.grad = tensor._version[0], tensor.grad
         self.grad_none = grad_none  # was .grad None when the function was entered
         self.node = (tensor._node, tensor._out_index, tensor._requires_grad)
+        self.view_version = tensor._view_version
 
 
 class Trace:
@@ -167,6 +169,7 @@ class Trace:
         self.entry_grads: dict = {}        # id -> its grad on entry (to restore)
         self.done = False
         self.region = None                 # the recompute region being traced, if any
+        self.modules_called: dict = {}     # id -> Module whose __call__ ran while tracing
 
     # Activation ---------------------------------------------------------------------
     def __enter__(self) -> "Trace":
@@ -327,11 +330,16 @@ class Trace:
         (numbers and masks made inside the function) are constants. Call after
         :meth:`check_escapes` (which collects garbage) and after the trace's own
         references to the function's results are gone."""
-        updated = {id(u.target) for u in self.graph.updates}
-        keep = []
+        updates: dict[int, int] = {}
+        for u in self.graph.updates:
+            updates[id(u.target)] = updates.get(id(u.target), 0) + 1
+        keep, dropped = [], set()
         for inp in self.graph.inputs:
-            if inp.kind == "data" and id(inp.source) not in updated and \
-                    _only_held_by_trace(inp):
+            if inp.kind == "data" and \
+                    _only_held_by_trace(inp, updates.get(id(inp.source), 0)):
+                # made inside the function (a number, a mask, an accumulator): its first
+                # value is a constant, and what the function did to it is no update
+                dropped.add(id(inp.source))
                 rec = self.lifted.pop(id(inp.source))
                 inp.source = None
                 rec.tensor = None
@@ -339,6 +347,7 @@ class Trace:
             else:
                 keep.append(inp)
         self.graph.inputs = keep
+        self.graph.updates = [u for u in self.graph.updates if id(u.target) not in dropped]
 
     def restore(self) -> None:
         """Give every lifted tensor its real data, version and grad back (the compiled
@@ -348,6 +357,7 @@ class Trace:
             t._data = rec.data
             t._version[0] = rec.version
             t._node, t._out_index, t._requires_grad = rec.node
+            t._view_version = rec.view_version
             if rec.owner is None:
                 t.grad = rec.grad
         for key, t in self.cleared.items():
@@ -369,9 +379,10 @@ class Trace:
                 raise escaped_error(data.value, stored=True)
 
 
-def _only_held_by_trace(inp) -> bool:
-    # references: Input.source, the _Lifted record, and getrefcount's argument
-    return sys.getrefcount(inp.source) <= 3
+def _only_held_by_trace(inp, n_updates: int) -> bool:
+    # references: Input.source, the _Lifted record, getrefcount's argument, and the
+    # targets of its updates
+    return sys.getrefcount(inp.source) <= 3 + n_updates
 
 
 def _target(rec):

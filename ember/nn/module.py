@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterator, Mapping
 from .. import dtypes as _dt
 from ..autograd import grad_mode
 from ..errors import EmberError, EmberTypeError
+from ..ops import registry as _registry
 from ..tensor import Tensor, _to_args
 from ..utils.hooks import BackwardHook, RemovableHandle
 from .parameter import Parameter
@@ -635,6 +636,8 @@ class Module:
             table.move_to_end(handle.id, last=False)
 
     def __call__(self, *args, **kwargs):
+        if _registry._trace is not None:  # ember.jit guards the modules a trace ran
+            _registry._trace.modules_called[id(self)] = self
         if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
                 or self._backward_pre_hooks):
             return self.forward(*args, **kwargs)

@@ -147,6 +147,7 @@ def _write(target, out, tracing: bool) -> None:
     target._data = out._data
     base = target._base
     if base is not None:
+        registry._trace.value_of(base)  # lifted, so that tracing ends by restoring it
         with grad_mode.no_grad():
             new_base = apply(_VIEW_SCATTER, _alias(base), _alias(target),
                              chain=_view_chain(target))

@@ -233,3 +233,68 @@ def test_replacing_a_parameter_retraces():
     lin.weight = ember.nn.Parameter(ember.zeros(1, 2))
     assert float(f(x)) == 0.0
     assert "parameters" in f.retraces[-1]
+
+
+# Regressions found in review ---------------------------------------------------------------
+def test_tensors_made_inside_are_fresh_at_every_call():
+    @ember.jit
+    def f(x):
+        acc = ember.tensor(0.0)
+        for i in range(3):
+            acc += x[i]
+        return acc
+
+    assert [float(f(ember.ones(3))) for _ in range(3)] == [3.0, 3.0, 3.0]
+
+
+def test_views_and_bases_get_their_data_back_after_tracing():
+    base = ember.zeros(4)
+    view = base[1:3]
+
+    @ember.jit
+    def f(x):
+        base.add_(x)
+        return view * 1
+
+    assert f(ember.arange(4.0)).tolist() == [1.0, 2.0]
+    assert (view + 1).tolist() == [2.0, 3.0] and base.tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_compiled_module_retraces_on_eval():
+    model = ember.nn.Sequential(ember.nn.Dropout(0.5))
+    compiled = ember.jit(model)
+    x = ember.ones(64)
+    compiled(x)
+    model.eval()
+    assert compiled(x).tolist() == [1.0] * 64 and len(compiled.retraces) == 2
+
+
+def test_the_same_tensor_twice_is_part_of_the_signature():
+    g = ember.jit(lambda x, y: x - y)
+    a, b = ember.ones(3), ember.zeros(3)
+    assert g(a, a).tolist() == [0.0] * 3 and g(a, b).tolist() == [1.0] * 3
+
+
+def test_freezing_a_parameter_retraces():
+    lin = ember.nn.Linear(2, 1)
+    opt = ember.optim.SGD(lin.parameters(), lr=0.1)
+
+    @ember.jit
+    def step(x):
+        opt.zero_grad()
+        lin(x).sum().backward()
+        opt.step()
+
+    step(ember.ones(1, 2))
+    lin.weight.requires_grad_(False)
+    frozen = lin.weight.detach().clone()
+    step(ember.ones(1, 2))
+    _close(lin.weight, frozen, 0)
+    assert "requires_grad" in step.retraces[-1]
+
+
+def test_returning_a_parameter_keeps_its_gradient():
+    lin = ember.nn.Linear(2, 2)
+    w, y = ember.jit(lambda x: (lin.weight, x * 2))(ember.ones(2))
+    (w.sum() + y.sum()).backward()
+    assert lin.weight.grad is not None and lin.weight.grad.tolist() == [[1.0, 1.0]] * 2
