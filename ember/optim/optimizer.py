@@ -58,6 +58,13 @@ def _hooked(step: Callable) -> Callable:
     return wrapper
 
 
+class _Identities(tuple):
+    """Object identities a guard compares; shown by count, not by address."""
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} objects>"
+
+
 def _guard_options(optimizer, trace) -> None:
     """ember.jit bakes an optimizer's options into the graph (all but the learning rate
     and the options a scheduler cycles, which are read at every call): a change of any
@@ -71,13 +78,19 @@ def _guard_options(optimizer, trace) -> None:
                     tuple((k, _nonzero(group[k])) for k in sorted(per_call) if k in group))
         trace.guard(options, options(), f"{optimizer._name} param_groups[{i}] options")
 
+    def groups():  # the graph holds these group dicts and parameters
+        return _Identities((id(g), tuple(map(id, g["params"])))
+                           for g in optimizer.param_groups)
+    trace.guard(groups, groups(), f"the {optimizer._name} parameter groups (added, or "
+                "replaced by load_state_dict)")
+
     def entries():  # state made lazily by the first step changes what a step does
         return sum(len(s) for s in optimizer.state.values())
     trace.guard(entries, entries(), f"the number of {optimizer._name} state entries")
 
     def tensors():  # the graph reads and writes these objects (load_state_dict replaces them)
-        return tuple(id(v) for s in optimizer.state.values() for v in s.values()
-                     if isinstance(v, Tensor))
+        return _Identities(id(v) for s in optimizer.state.values() for v in s.values()
+                           if isinstance(v, Tensor))
     trace.guard(tensors, tensors(), f"the {optimizer._name} state tensors (replaced, e.g. "
                 "by load_state_dict)")
 

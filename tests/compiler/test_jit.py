@@ -298,3 +298,19 @@ def test_returning_a_parameter_keeps_its_gradient():
     w, y = ember.jit(lambda x: (lin.weight, x * 2))(ember.ones(2))
     (w.sum() + y.sum()).backward()
     assert lin.weight.grad is not None and lin.weight.grad.tolist() == [[1.0, 1.0]] * 2
+
+
+def test_new_parameter_group_retraces():
+    a, b = ember.nn.Parameter(ember.ones(2)), ember.nn.Parameter(ember.ones(2))
+    opt = ember.optim.SGD([a], lr=0.5)
+
+    @ember.jit
+    def step():
+        opt.zero_grad()
+        (a.sum() + b.sum()).backward()
+        opt.step()
+
+    step()
+    opt.add_param_group({"params": [b]})
+    step()
+    assert b.tolist() == [0.5, 0.5] and "parameter groups" in step.retraces[-1]

@@ -259,7 +259,8 @@ def test_state_dict_after_compiled_steps_resumes(name, options):
     compiled.train(data[5:], compiled=True, fn=compiled.fn)
     assert_same_params(eager, compiled)
     assert_same_state(compiled.opt.state_dict(), eager.opt.state_dict())
-    assert "state tensors" in compiled.fn.retraces[-1]
+    reason = compiled.fn.retraces[-1]  # load_state_dict replaced the groups and the state
+    assert "parameter groups" in reason or "state tensors" in reason
 
 
 def test_plateau_scheduler_with_a_traced_metric_raises():
