@@ -115,7 +115,8 @@ class CompiledBackward:
         edges = tuple(edge_of(t) for t in inputs)
         node = Node(self.op, inputs, edges, {"residuals": residuals})
         for i, t in enumerate(outputs):
-            t._node, t._out_index, t._requires_grad = node, i, True
+            if t is not None:
+                t._node, t._out_index, t._requires_grad = node, i, True
 
     def _vjp(self, node, grads):
         if grad_mode.is_grad_enabled():

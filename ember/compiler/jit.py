@@ -149,6 +149,7 @@ class Specialization:
         self.clear_first = [u.target for u in graph.updates
                             if u.kind == "grad" and _key(u.target) not in read]
         self.n_outputs = len(graph.outputs)
+        self.returns_state = _returned_state(graph, self.n_outputs)
         self.backward = None
         if backward is not None:
             bwd_graph, self.diff_targets, self.diff_outputs = backward
@@ -189,9 +190,12 @@ class Specialization:
             if not before:
                 fn()
         device = args[0]._device if args else CPU
-        leaves = [Tensor._make(a, device) for a in outs[:self.n_outputs]]
+        leaves = [Tensor._make(a, device) if same is None else resolve(same, args)
+                  for a, same in zip(outs[:self.n_outputs], self.returns_state)]
         if self.backward is not None:
-            self.backward.attach([leaves[i] for i in self.diff_outputs],
+            # (a returned argument or parameter is that tensor: it needs no node)
+            self.backward.attach([leaves[i] if self.returns_state[i] is None else None
+                                  for i in self.diff_outputs],
                                  [resolve(t, args) for t in self.diff_targets],
                                  outs[self.n_outputs:])
         return unflatten(self.out_tree, leaves)
@@ -343,6 +347,27 @@ class CompiledFunction:
         text = explain_compiled(self)
         print(text)
         return text
+
+
+def _returned_state(graph, n: int) -> list:
+    """For each output: the argument or state tensor it is (eager mode returns that very
+    tensor, updated in place or not), or None for a new tensor."""
+    holds = {}
+    for inp in graph.inputs:
+        if inp.kind in ("arg", "data"):
+            holds[inp.value.id] = ("arg", inp.source) if inp.kind == "arg" else inp.source
+    updated = {}
+    for u in graph.updates:
+        if u.kind == "data" and u.value is not None:
+            updated[u.value.id] = u.target
+    for u in graph.updates:  # an updated tensor's old value is no longer what it holds
+        if u.kind == "data":
+            key = u.target
+            for vid, target in list(holds.items()):
+                if target is key or target.__class__ is tuple and key.__class__ is tuple \
+                        and target == key:
+                    del holds[vid]
+    return [updated.get(v.id, holds.get(v.id)) for v in graph.outputs[:n]]
 
 
 def _describe(tree) -> str:

@@ -314,3 +314,16 @@ def test_new_parameter_group_retraces():
     opt.add_param_group({"params": [b]})
     step()
     assert b.tolist() == [0.5, 0.5] and "parameter groups" in step.retraces[-1]
+
+
+def test_returned_state_is_the_tensor_itself():
+    state = ember.zeros(2)
+
+    @ember.jit
+    def f(x):
+        state.add_(x)
+        return state, x
+
+    x = ember.ones(2)
+    s, same_x = f(x)
+    assert s is state and same_x is x and state.tolist() == [1.0, 1.0]
