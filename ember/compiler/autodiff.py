@@ -113,7 +113,10 @@ class CompiledBackward:
     def attach(self, outputs: list, inputs: list, residuals: list) -> None:
         """Make ``outputs`` (tensors) the results of one node over ``inputs``."""
         edges = tuple(edge_of(t) for t in inputs)
-        node = Node(self.op, inputs, edges, {"residuals": residuals})
+        # the backward graph reads these tensors' values as they were: remember their
+        # version counters, as eager mode does for saved tensors
+        versions = [(t._version, t._version[0], t) for t in inputs]
+        node = Node(self.op, inputs, edges, {"residuals": residuals, "versions": versions})
         for i, t in enumerate(outputs):
             if t is not None:
                 t._node, t._out_index, t._requires_grad = node, i, True
@@ -126,6 +129,13 @@ class CompiledBackward:
         if node.params.get("residuals") is None:
             raise EmberError("ember.jit: backward through a compiled call a second time; "
                              "pass retain_graph=True to the first backward()")
+        for counter, version, t in node.params["versions"]:
+            if counter[0] != version:
+                raise EmberError(
+                    "one of the variables needed for gradient computation has been modified "
+                    f"by an inplace operation: [{t.dtype.name} {list(t.shape)}], read by "
+                    f"{node.name()}, is at version {counter[0]}; expected version {version} "
+                    "instead. Hint: modify it after backward(), or clone it first.")
         grads = grads if isinstance(grads, tuple) else (grads,)
         xp = node.inputs[0].device.backend.xp
         cot = [xp.zeros(shape, dtype.np) if g is None else g._data
@@ -137,4 +147,5 @@ class CompiledBackward:
     @staticmethod
     def _release(node) -> bool:
         node.params["residuals"] = None
+        node.params["versions"] = ()
         return True

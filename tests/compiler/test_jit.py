@@ -327,3 +327,12 @@ def test_returned_state_is_the_tensor_itself():
     x = ember.ones(2)
     s, same_x = f(x)
     assert s is state and same_x is x and state.tolist() == [1.0, 1.0]
+
+
+def test_modifying_a_parameter_before_backward_is_caught():
+    lin = ember.nn.Linear(2, 2)
+    loss = ember.jit(lin)(ember.ones(1, 2)).pow(2).sum()
+    with ember.no_grad():
+        lin.weight.mul_(10)
+    with pytest.raises(ember.EmberError, match="modified by an inplace operation"):
+        loss.backward()
