@@ -24,7 +24,8 @@ from . import passes
 from .explain import explain_compiled, snapshot
 from ..backends import CPU
 from .autodiff import CompiledBackward, split, trace_backward
-from .runtime import GuardFailure, NumpyExecutor, apply_updates, fetch_inputs, resolve
+from .runtime import (GuardFailure, NumpyExecutor, apply_updates, fetch_inputs, input_target,
+                      resolve, target_key)
 from .trace import DataDependentError, Trace, TraceError
 
 CACHE_SIZE = 8
@@ -145,9 +146,9 @@ class Specialization:
         self.executor = NumpyExecutor(graph)
         # grads the graph replaces without reading: dropped before it runs (as
         # zero_grad does eagerly), so old and new gradients never coexist
-        read = {_key(inp.source) for inp in graph.inputs if inp.kind == "grad"}
+        read = {target_key(inp.source) for inp in graph.inputs if inp.kind == "grad"}
         self.clear_first = [u.target for u in graph.updates
-                            if u.kind == "grad" and _key(u.target) not in read]
+                            if u.kind == "grad" and target_key(u.target) not in read]
         self.n_outputs = len(graph.outputs)
         self.returns_state = _returned_state(graph, self.n_outputs)
         self.backward = None
@@ -352,22 +353,14 @@ class CompiledFunction:
 def _returned_state(graph, n: int) -> list:
     """For each output: the argument or state tensor it is (eager mode returns that very
     tensor, updated in place or not), or None for a new tensor."""
-    holds = {}
-    for inp in graph.inputs:
-        if inp.kind in ("arg", "data"):
-            holds[inp.value.id] = ("arg", inp.source) if inp.kind == "arg" else inp.source
-    updated = {}
-    for u in graph.updates:
-        if u.kind == "data" and u.value is not None:
-            updated[u.value.id] = u.target
-    for u in graph.updates:  # an updated tensor's old value is no longer what it holds
-        if u.kind == "data":
-            key = u.target
-            for vid, target in list(holds.items()):
-                if target is key or target.__class__ is tuple and key.__class__ is tuple \
-                        and target == key:
-                    del holds[vid]
-    return [updated.get(v.id, holds.get(v.id)) for v in graph.outputs[:n]]
+    data_updates = [u for u in graph.updates if u.kind == "data"]
+    updated = {target_key(u.target) for u in data_updates}
+    # an input value is what its tensor holds only while nothing updates the tensor
+    holds = {inp.value.id: input_target(inp) for inp in graph.inputs
+             if inp.kind in ("arg", "data") and
+             target_key(input_target(inp)) not in updated}
+    holds.update((u.value.id, u.target) for u in data_updates if u.value is not None)
+    return [holds.get(v.id) for v in graph.outputs[:n]]
 
 
 def _describe(tree) -> str:
@@ -389,10 +382,6 @@ def _describe_node(node) -> str:
         return "{" + ", ".join(f"{k!r}: {_describe_node(v)}" for k, v in node[1]) + "}"
     inner = ", ".join(_describe_node(n) for n in node[1])
     return f"[{inner}]" if tag == "list" else f"({inner})"
-
-
-def _key(target):
-    return target if target.__class__ is tuple else id(target)
 
 
 def _sig(x):

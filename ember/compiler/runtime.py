@@ -134,12 +134,8 @@ def plan_in_place_updates(graph: Graph) -> dict:
     for i, ins in enumerate(graph.instrs):
         for v in ins.inputs:
             last_use[v.id] = i
-    old_value = {}
-    for inp in graph.inputs:
-        if inp.kind == "data":
-            old_value[id(inp.source)] = inp.value
-        elif inp.kind == "arg":
-            old_value[("arg", inp.source)] = inp.value
+    old_value = {target_key(input_target(inp)): inp.value for inp in graph.inputs
+                 if inp.kind in ("arg", "data")}
     roots: dict[int, int] = {}
     for v in graph.live_roots():
         roots[v.id] = roots.get(v.id, 0) + 1
@@ -148,7 +144,7 @@ def plan_in_place_updates(graph: Graph) -> dict:
         if u.kind != "data" or u.value is None or roots.get(u.value.id) != 1:
             continue
         at = made_at.get(u.value.id)
-        old = old_value.get(u.target if u.target.__class__ is tuple else id(u.target))
+        old = old_value.get(target_key(u.target))
         if old is None or at is None or old.id in roots or \
                 not getattr(graph.instrs[at].op, "fresh_outputs", False):
             continue
@@ -193,6 +189,17 @@ def resolve(target, args):
     if target.__class__ is tuple:
         return args[target[1]]
     return target
+
+
+def target_key(target):
+    """A hashable key for an input's or update's target: ``("arg", i)`` or the tensor's
+    id."""
+    return target if target.__class__ is tuple else id(target)
+
+
+def input_target(inp):
+    """The target an input of kind "arg" or "data" reads."""
+    return ("arg", inp.source) if inp.kind == "arg" else inp.source
 
 
 def fetch_inputs(graph: Graph, args: list) -> list:

@@ -185,9 +185,6 @@ class Trace:
         self.restore()
 
     # Values -------------------------------------------------------------------------
-    def tracer(self, value: Value) -> TracerArray:
-        return TracerArray(value, self)
-
     def add_arg(self, tensor, position: int, label: str) -> None:
         """Make a positional tensor argument a graph input (fed from the call)."""
         if id(tensor) not in self.lifted:
@@ -251,11 +248,6 @@ class Trace:
         """Retrace when ``getter()`` no longer equals ``expected`` (Python state the
         trace baked in, like an optimizer's betas)."""
         self.guards.append((getter, expected, label))
-
-    def constant(self, array) -> Value:
-        value = Value(array.shape, as_dtype(array.dtype))
-        self.graph.constants.append(Constant(array, value))
-        return value
 
     # Recording ----------------------------------------------------------------------
     def emit(self, op, inputs, params):
