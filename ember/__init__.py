@@ -44,6 +44,12 @@ __version__ = "0.1.0"
 from . import func  # noqa: E402  (ember.func uses the names above)
 from . import data, nn, optim, utils  # noqa: E402
 from .compiler import jit  # noqa: E402
+from .compiler.eager import accelerate as _accelerate  # noqa: E402
+
+# Eager fused primitives (softmax, layer norm, GELU, ...) run as compiled kernels on large
+# inputs; EMBER_EAGER_KERNELS=0 keeps them on NumPy.
+if __import__("os").environ.get("EMBER_EAGER_KERNELS", "1") != "0":
+    _accelerate()
 
 # The functional ops PyTorch also has at the top level (``torch.softmax``, ...).
 _TOP_LEVEL_NN = ("softmax", "log_softmax", "layer_norm", "group_norm", "batch_norm",

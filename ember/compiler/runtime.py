@@ -36,7 +36,7 @@ LAYOUT_FREE = {"view": _reshape_forward}
 class NumpyExecutor:
     """Runs a graph's instructions one by one with each op's NumPy forward."""
 
-    def __init__(self, graph: Graph):
+    def __init__(self, graph: Graph, compile_now: bool = False):
         slots: dict[int, int] = {}
 
         def slot(v):
@@ -63,7 +63,7 @@ class NumpyExecutor:
             program.append((forward, ins_slots, outs[0] if len(outs) == 1 else outs,
                             ins.params, frees, ins, None))
         self.program = program
-        prepare_kernels([ins.op for ins in graph.instrs])
+        prepare_kernels([ins.op for ins in graph.instrs], compile_now)
         self.output_slots = [slot(v) for v in graph.outputs]
         self.update_slots = [None if u.value is None else slot(u.value) for u in graph.updates]
         self.in_place = plan_in_place_updates(graph)  # instr index -> [(update, slots)]

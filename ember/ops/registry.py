@@ -50,11 +50,14 @@ class Op:
             a tuple of ``n_outputs``) in simpler ember ops — elementwise ops and
             reductions over the trailing dims, which ``ember.jit`` fuses into generated
             loops — or None where that would not fuse (a reduction over leading dims, a
-            half-precision input). Used only by the compiler, never in eager mode.
+            half-precision input).
+        fast: set by :mod:`ember.compiler.eager` for ops with a ``decompose`` rule: a
+            forward with ``forward``'s signature that eager mode calls instead, running
+            compiled kernels for large inputs.
     """
     __slots__ = ("name", "forward", "vjp", "infer", "n_outputs", "saves_inputs",
                  "saves_outputs", "broadcasting", "is_view", "dynamic_shape", "grad_name",
-                 "explain", "grad_index", "decompose")
+                 "explain", "grad_index", "decompose", "fast")
 
     def __init__(self, name: str, forward: Callable, vjp: Callable | None = None, *,
                  infer: Callable | None = None, n_outputs: int = 1,
@@ -75,6 +78,7 @@ class Op:
         self.explain = explain
         self.grad_index = grad_index
         self.decompose = decompose
+        self.fast = None
         self.grad_name = "".join(p.capitalize() for p in name.split("_")) + "Backward0"
 
     def __repr__(self) -> str:
@@ -112,7 +116,8 @@ def apply(op: Op, *inputs, **params):
         out = _traced_forward(trace, op, inputs, params)
     else:
         try:
-            out = op.forward(device.backend.xp, *[t._data for t in inputs], **params)
+            out = (op.fast or op.forward)(device.backend.xp, *[t._data for t in inputs],
+                                          **params)
         except EmberError:
             raise
         except Exception as exc:  # NumPy's message, restated as an ember error

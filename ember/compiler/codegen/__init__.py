@@ -52,9 +52,10 @@ def backend_name() -> str:
                      f"one of {sorted(set(RENDERERS) | {'numpy'})}")
 
 
-def prepare_kernels(ops) -> None:
+def prepare_kernels(ops, compile_now: bool = False) -> None:
     """Lower every fused kernel among ``ops`` not yet bound, all at once (so the C
-    compiler runs once per missing kernel, several in parallel)."""
+    compiler runs once per missing kernel, several in parallel); with ``compile_now``
+    the code is built before this returns rather than at the kernels' second call."""
     from ..fused import FusedKernel
     kernels = [op for op in ops if isinstance(op, FusedKernel) and op.backend is None]
     if not kernels:
@@ -64,7 +65,7 @@ def prepare_kernels(ops) -> None:
         for k in kernels:
             k.bind(k.evaluate, "numpy")
         return
-    RENDERERS[name]().prepare(kernels)
+    RENDERERS[name]().prepare(kernels, compile_now)
 
 
 __all__ = ["RENDERERS", "register_renderer", "backend_name", "prepare_kernels"]

@@ -53,10 +53,11 @@ class CRenderer:
     def render(self, kernel: FusedKernel) -> str:
         return render(kernel, build.array_data_offset())
 
-    def prepare(self, kernels) -> None:
+    def prepare(self, kernels, compile_now: bool = False) -> None:
         """Bind each kernel to its compiled function when the cache has it; the others
         run with NumPy until one of them is called for the
-        :data:`COMPILE_AFTER_CALLS`-th time, then all of them are compiled together."""
+        :data:`COMPILE_AFTER_CALLS`-th time, then all of them are compiled together
+        (with ``compile_now``: compiled here)."""
         offset = build.array_data_offset()
         sources = [(k.name, render(k, offset)) for k in kernels]
         pending = []
@@ -70,6 +71,8 @@ class CRenderer:
             batch = _PendingBatch(pending, offset)
             for kernel, _ in pending:
                 kernel.bind(batch.runner(kernel), "c-pending")
+            if compile_now:
+                batch.compile()
 
 
 def render(kernel: FusedKernel, data_offset: int | None) -> str:
