@@ -2,9 +2,13 @@
 decay, which makes it AdamW)."""
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Iterable
 
+import numpy as np
+
 from ..autograd.grad_mode import no_grad
+from ..ops import registry
 from ..ops.creation import zeros_like
 from ..ops.elementwise import maximum
 from .optimizer import (Optimizer, check_betas, check_non_negative, check_unsupported,
@@ -64,6 +68,7 @@ class Adam(Optimizer):
     def step(self, closure: Callable[[], Any] | None = None):
         """Perform one update; returns the closure's loss if a closure is given."""
         loss = self._evaluate(closure)
+        eager = registry._trace is None
         with no_grad():
             for group in self.param_groups:
                 lr, eps, weight_decay = hyper(group), group["eps"], group["weight_decay"]
@@ -80,6 +85,9 @@ class Adam(Optimizer):
                         state["exp_avg_sq"] = zeros_like(p)
                         if amsgrad:
                             state["max_exp_avg_sq"] = zeros_like(p)
+                    if eager and _plain(p, grad, state):
+                        _update_arrays(p, grad, state, group, lr, beta1, beta2)
+                        continue
                     if group["maximize"]:
                         grad = -grad
                     step_t = state["step"]
@@ -105,3 +113,61 @@ class Adam(Optimizer):
                     denom = second.sqrt().div_(bias_correction2_sqrt).add_(eps)
                     p.addcdiv_(exp_avg, denom, value=-step_size)
         return loss
+
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _plain(p, grad, state) -> bool:
+    """Whether the update can run on the arrays directly: float32/float64 NumPy arrays
+    of one dtype and shape (what the in-place methods' fast paths would take anyway)."""
+    data = p._data
+    if data.__class__ is not np.ndarray or data.dtype not in _FLOATS:
+        return False
+    for t in (grad, *state.values()):
+        a = t._data
+        if a.__class__ is not np.ndarray or t is state["step"]:
+            continue
+        if a.dtype != data.dtype or a.shape != data.shape:
+            return False
+    g = grad._data
+    return g.__class__ is np.ndarray and g.dtype == data.dtype and g.shape == data.shape
+
+
+def _update_arrays(p, grad, state, group, lr, beta1, beta2) -> None:
+    """One eager Adam step on ``p``'s arrays: the NumPy calls the in-place methods of
+    :meth:`Adam.step` make, in the same order (the same values bit for bit), without an
+    op dispatch each."""
+    data, g = p._data, grad._data
+    if group["maximize"]:
+        g = np.negative(g)
+    step_t = state["step"]
+    np.add(step_t._data, 1, out=step_t._data, casting="unsafe")
+    weight_decay = group["weight_decay"]
+    if weight_decay != 0:
+        if group["decoupled_weight_decay"]:
+            np.multiply(data, 1 - lr * weight_decay, out=data, casting="unsafe")
+        else:
+            g = g + np.multiply(data, weight_decay)
+    m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
+    t = np.asarray(np.subtract(g, m))             # m.lerp_(g, 1 - beta1); 0-d: scalar
+    np.multiply(t, 1 - beta1, out=t)
+    np.add(m, t, out=m)
+    np.multiply(v, beta2, out=v)                  # v.mul_(beta2).addcmul_(g, g, 1 - beta2)
+    np.multiply(g, g, out=t)
+    np.multiply(t, 1 - beta2, out=t)
+    np.add(v, t, out=v)
+    step = step_t._data.item()
+    step_size = lr / (1 - beta1 ** step)
+    second = v
+    if group["amsgrad"]:
+        second = state["max_exp_avg_sq"]._data
+        np.maximum(second, v, out=second)
+    denom = np.sqrt(second, out=t)
+    np.true_divide(denom, math.sqrt(1 - beta2 ** step), out=denom)
+    np.add(denom, group["eps"], out=denom)
+    np.true_divide(m, denom, out=denom)           # p.addcdiv_(m, denom, -step_size)
+    np.multiply(denom, -step_size, out=denom)
+    np.add(data, denom, out=data)
+    for t in (p, *state.values()):  # as each in-place method would
+        t._version[0] += 1
