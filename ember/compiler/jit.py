@@ -2,9 +2,10 @@
 
 A compiled function keeps a small cache of specialisations, keyed by what the trace
 depended on: the shapes, dtypes and ``requires_grad`` of the tensor arguments, the
-other arguments' values, grad mode, the default dtype and the ``training`` flags of the
-modules the function reaches. State the graph reads (parameters, optimizer state,
-gradients) is checked as it is fetched. Every retrace records its reason.
+other arguments' values, grad mode, the default dtype, the autocast state and the
+``training`` flags of the modules the function reaches. State the graph reads
+(parameters, optimizer state, gradients) is checked as it is fetched. Every retrace
+records its reason.
 """
 from __future__ import annotations
 
@@ -227,6 +228,7 @@ class CompiledFunction:
                 tuple((t._data.shape, t._dtype, t._requires_grad, t.grad is None)
                       for t in leaves),
                 grad_mode._state.enabled, dtypes.get_default_dtype(),
+                registry._autocast.key,
                 tuple((m.training, m.__dict__.get("_structure_version", 0))
                       for m in self._modules))
 
@@ -255,7 +257,7 @@ class CompiledFunction:
         if last is None:
             return "first call"
         names = ("argument structure or non-tensor values", "tensor shapes/dtypes/"
-                 "requires_grad", "grad mode", "default dtype",
+                 "requires_grad", "grad mode", "default dtype", "autocast state",
                  "training/eval mode or the modules' parameters, buffers or submodules")
         for name, a, b in zip(names, last, key):
             if a != b and name.startswith("argument"):

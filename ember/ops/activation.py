@@ -20,7 +20,7 @@ from ..errors import EmberError
 from ..tensor import Tensor
 from . import elementwise as ew
 from .reduce import amax, sum as _sum
-from .registry import apply, register
+from .registry import apply, autocast_inputs, register
 from .shape import chunk, reshape, wrap_dim
 
 __all__ = ["softmax", "log_softmax", "softmin", "gelu", "silu", "mish", "relu", "relu_",
@@ -509,6 +509,7 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:
     >>> F.prelu(ember.tensor([[-1.0, 2.0]]), ember.tensor([0.25]))
     tensor([[-0.2500,  2.0000]])
     """
+    input, weight = autocast_inputs("prelu", input, weight)
     x = _float_input("prelu", input)
     channels = x.shape[1] if x.ndim >= 2 else 1
     if weight.numel() not in (1, channels):

@@ -21,7 +21,7 @@ from .activation import _upcast  # half precision computes in float32
 from .linalg import matmul
 from .movement import repeat_interleave
 from .reduce import sum as _sum
-from .registry import AbstractValue, apply, register
+from .registry import AbstractValue, apply, autocast_inputs, register
 from .shape import broadcast_shapes
 
 __all__ = ["scaled_dot_product_attention"]
@@ -193,6 +193,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     >>> F.scaled_dot_product_attention(q, q, q, is_causal=True).shape
     ember.Size([1, 2, 3, 4])
     """
+    query, key, value, attn_mask = autocast_inputs("scaled_dot_product_attention", query, key,
+                                                   value, attn_mask)
     name, shapes = _check(query, key, value)
     if is_causal and attn_mask is not None:
         raise EmberError(f"{name}: explicit attn_mask should not be set when is_causal=True")

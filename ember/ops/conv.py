@@ -27,7 +27,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..errors import EmberError, EmberTypeError, ShapeError
 from ..tensor import Tensor
-from .registry import AbstractValue, apply, register
+from .registry import AbstractValue, apply, autocast_inputs, register
 from .shape import squeeze, unsqueeze
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
@@ -478,6 +478,7 @@ def _output_size(name, spatial, kernel, stride, dilation, pads) -> tuple:
 def _convnd(name, d, input, weight, bias, stride, padding, dilation, groups):
     batched = check_input_rank(name, input, d)
     _check_tensor(name, "weight", weight)
+    input, weight, bias = autocast_inputs("convolution", input, weight, bias)
     _check_dtypes(name, input, weight, bias)
     x = input if batched else unsqueeze(input, 0)
     _check_weight(name, weight, d, x.shape[1], groups, "out_channels", False)
@@ -542,6 +543,7 @@ def _conv_transposend(name, d, input, weight, bias, stride, padding, output_padd
                       dilation):
     batched = check_input_rank(name, input, d)
     _check_tensor(name, "weight", weight)
+    input, weight, bias = autocast_inputs("conv_transpose", input, weight, bias)
     _check_dtypes(name, input, weight, bias)
     x = input if batched else unsqueeze(input, 0)
     _check_weight(name, weight, d, x.shape[1], groups, "in_channels", True)

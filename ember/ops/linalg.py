@@ -17,7 +17,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..errors import EmberError, EmberTypeError, ShapeError
 from ..tensor import Tensor
-from .registry import AbstractValue, apply, register
+from .registry import AbstractValue, apply, autocast_inputs, register
 from .shape import broadcast_shapes, permute, reshape, unsqueeze, wrap_dim
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "outer", "ger", "addmm", "baddbmm",
@@ -140,6 +140,7 @@ def matmul(input, other):
     >>> ember.matmul(ember.ones(2, 3), ember.ones(3))
     tensor([3., 3.])
     """
+    input, other = autocast_inputs("matmul", input, other)
     if not (isinstance(input, Tensor) and isinstance(other, Tensor)) \
             or input._dtype is not other._dtype or input._dtype is dt.bool:
         _same_dtype("matmul", input, other)
@@ -170,6 +171,7 @@ def mm(input, mat2):
     >>> ember.mm(ember.ones(2, 3), ember.ones(3, 4)).shape
     ember.Size([2, 4])
     """
+    input, mat2 = autocast_inputs("mm", input, mat2)
     _check_ranks("mm", (2, 2), input, mat2)
     _check_inner("mm", input, mat2, input.shape[1], mat2.shape[0])
     return apply(_MATMUL, input, mat2)
@@ -181,6 +183,7 @@ def bmm(input, mat2):
     >>> ember.bmm(ember.ones(5, 2, 3), ember.ones(5, 3, 4)).shape
     ember.Size([5, 2, 4])
     """
+    input, mat2 = autocast_inputs("bmm", input, mat2)
     _check_ranks("bmm", (3, 3), input, mat2)
     if input.shape[0] != mat2.shape[0]:
         raise ShapeError(f"bmm: batch sizes differ: {input.shape[0]} != {mat2.shape[0]} "
@@ -195,6 +198,7 @@ def mv(input, vec):
     >>> ember.mv(ember.ones(2, 3), ember.ones(3))
     tensor([3., 3.])
     """
+    input, vec = autocast_inputs("mv", input, vec)
     _check_ranks("mv", (2, 1), input, vec)
     _check_inner("mv", input, vec, input.shape[1], vec.shape[0])
     return apply(_MATMUL, input, vec)
@@ -206,6 +210,7 @@ def dot(input, tensor):
     >>> ember.dot(ember.tensor([1.0, 2.0]), ember.tensor([3.0, 4.0]))
     tensor(11.)
     """
+    input, tensor = autocast_inputs("dot", input, tensor)
     _check_ranks("dot", (1, 1), input, tensor)
     if input.shape[0] != tensor.shape[0]:
         raise ShapeError(f"dot: inconsistent tensor sizes: shapes {_shapes(input, tensor)} "
@@ -266,6 +271,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     tensor([[2., 2., 2.],
             [2., 2., 2.]])
     """
+    input, mat1, mat2 = autocast_inputs("addmm", input, mat1, mat2)
     return _add_scaled("addmm", input, mm(mat1, mat2), beta, alpha)
 
 
@@ -275,6 +281,7 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     >>> ember.baddbmm(ember.zeros(1, 3), ember.ones(5, 2, 4), ember.ones(5, 4, 3)).shape
     ember.Size([5, 2, 3])
     """
+    input, batch1, batch2 = autocast_inputs("baddbmm", input, batch1, batch2)
     return _add_scaled("baddbmm", input, bmm(batch1, batch2), beta, alpha)
 
 
@@ -284,6 +291,7 @@ def addmv(input, mat, vec, *, beta=1, alpha=1):
     >>> ember.addmv(ember.ones(2), ember.ones(2, 3), ember.ones(3))
     tensor([4., 4.])
     """
+    input, mat, vec = autocast_inputs("addmv", input, mat, vec)
     return _add_scaled("addmv", input, mv(mat, vec), beta, alpha)
 
 
@@ -424,6 +432,7 @@ def einsum(equation: str, *operands):
         operands = tuple(operands[0])
     if not operands:
         raise EmberError("einsum(): must provide at least one operand")
+    operands = autocast_inputs("einsum", *operands)
     _same_dtype("einsum", *operands, allow_bool=len(operands) == 1)
     eq = _parse_einsum(equation, [tuple(t.shape) for t in operands])
     x = operands[0]

@@ -25,7 +25,7 @@ from .creation import arange
 from .elementwise_composite import clamp_min
 from .logical import eq
 from .reduce import mean as _mean, sum as _sum
-from .registry import AbstractValue, apply, register
+from .registry import AbstractValue, apply, autocast_inputs, register
 from .shape import expand, movedim, reshape, unsqueeze
 
 __all__ = ["cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss",
@@ -285,6 +285,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     """
     name = "cross_entropy"
     reduction = _reduction(name, size_average, reduce, reduction)
+    input, target, weight = autocast_inputs("cross_entropy_loss", input, target, weight)
     _require_float(name, input)
     _require_tensor(name, "target", target)
     if not 0.0 <= label_smoothing <= 1.0:
@@ -404,6 +405,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
     tensor(2.5000)
     """
     reduction = _reduction("mse_loss", size_average, reduce, reduction)
+    input, target, weight = autocast_inputs("mse_loss", input, target, weight)
     d = _difference("mse_loss", input, target)
     return _weighted("mse_loss", d * d, weight, reduction, input)
 
@@ -418,6 +420,7 @@ def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
     tensor(2.)
     """
     reduction = _reduction("l1_loss", size_average, reduce, reduction)
+    input, target, weight = autocast_inputs("l1_loss", input, target, weight)
     d = _difference("l1_loss", input, target)
     return _weighted("l1_loss", ew.abs(d), weight, reduction, input)
 
@@ -568,6 +571,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
     """
     name = "binary_cross_entropy_with_logits"
     reduction = _reduction(name, size_average, reduce, reduction)
+    input, target, weight, pos_weight = autocast_inputs(name, input, target, weight, pos_weight)
     _require_float(name, input)
     _require_tensor(name, "target", target)
     if tuple(target.shape) != tuple(input.shape):

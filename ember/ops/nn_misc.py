@@ -24,7 +24,7 @@ from .elementwise_composite import clamp_min
 from .linalg import einsum, matmul
 from .norm import _reduce_to
 from .reduce import norm as _norm, sum as _sum
-from .registry import AbstractValue, apply, register
+from .registry import AbstractValue, apply, autocast_inputs, register
 from .selection import index_add, scatter_reduce
 from .shape import broadcast_shapes, expand, permute, reshape, unsqueeze, wrap_dim
 
@@ -112,6 +112,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     for arg, t in (("input", input), ("weight", weight)):
         _require_tensor("linear", arg, t)
     tensors = (input, weight) if bias is None else (input, weight, bias)
+    tensors = autocast_inputs("linear", *tensors)
+    input, weight, bias = (tensors + (None,))[:3]
     if any(t.dtype is not input.dtype for t in tensors):
         raise EmberTypeError(f"linear: expected input, weight and bias of the same dtype, "
                              f"got {', '.join(t.dtype.name for t in tensors)}")

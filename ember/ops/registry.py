@@ -7,6 +7,7 @@ when a gradient is needed, records a :class:`~ember.autograd.graph.Node` on the 
 """
 from __future__ import annotations
 
+import threading
 from typing import Callable
 
 import numpy as np
@@ -19,6 +20,18 @@ from ..tensor import Tensor
 OPS: dict[str, "Op"] = {}
 _observer = None  # set by tests to see every op call (shape-rule checks)
 _trace = None     # the active ember.compiler.trace.Trace while ember.jit captures
+
+
+class _AutocastHook(threading.local):
+    """Set by ``ember.amp.autocast`` (per thread): ``cast(name, inputs)`` returns the
+    inputs cast as the autocast policy of the op or function ``name`` says; ``key``
+    describes the active autocast settings (part of ``ember.jit``'s cache key)."""
+    cast = None
+    key = None
+
+
+_autocast = _AutocastHook()
+_autocasting = 0  # threads inside an autocast region: apply's one check while there are none
 
 
 class Op:
@@ -103,6 +116,8 @@ def defvjp(op: Op):
 
 def apply(op: Op, *inputs, **params):
     """Run ``op`` on tensors ``inputs``; record it on the tape when a grad is needed."""
+    if _autocasting and _autocast.cast is not None:
+        inputs = _autocast.cast(op.name, inputs)
     first = inputs[0]
     device = first._device
     for t in inputs:
@@ -150,6 +165,15 @@ def apply(op: Op, *inputs, **params):
         if outs:
             _record(op, inputs, params, results, out if op.saves_outputs else None)
     return results
+
+
+def autocast_inputs(name: str, *inputs) -> tuple:
+    """``inputs`` cast by the active autocast policy for ``name`` (unchanged outside
+    ``ember.amp.autocast``). For public functions that check their arguments' dtypes, or
+    are composed of several ops, before reaching :func:`apply`; non-tensors pass through.
+    """
+    cast = _autocast.cast if _autocasting else None
+    return inputs if cast is None else cast(name, inputs)
 
 
 def _traced_forward(trace, op, inputs, params):
