@@ -5,7 +5,7 @@ PyTorch's ``torch.utils.data``.
 >>> for x, y in ember.data.DataLoader(ds, batch_size=4, shuffle=True):
 ...     pass
 """
-from . import datasets
+from . import datasets, text, transforms
 from .collate import default_collate, default_convert
 from .dataloader import DataLoader
 from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, Subset,
@@ -17,4 +17,5 @@ from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset",
            "Subset", "random_split", "default_collate", "default_convert", "DataLoader",
            "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
-           "WeightedRandomSampler", "BatchSampler", "DataError", "datasets"]
+           "WeightedRandomSampler", "BatchSampler", "DataError", "datasets", "text",
+           "transforms"]
