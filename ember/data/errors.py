@@ -1,7 +1,7 @@
-"""The error ``ember.data`` raises for a bad argument."""
+"""The errors ``ember.data`` raises: bad arguments, and failed worker processes."""
 from __future__ import annotations
 
-from ..errors import EmberValueError
+from ..errors import EmberError, EmberValueError
 
 
 class DataError(EmberValueError):
@@ -10,3 +10,9 @@ class DataError(EmberValueError):
 
     A ``ValueError`` as well, since PyTorch raises ``ValueError`` in the same places.
     """
+
+
+class WorkerError(EmberError):
+    """A DataLoader worker process failed: its dataset code raised (the message holds
+    the worker's traceback), it died (killed, segfault), or it sent nothing within
+    ``timeout`` seconds. A ``RuntimeError``, as PyTorch raises there."""

@@ -180,9 +180,11 @@ def test_getitems_is_used_for_batches():
     assert out == [[0.0, 1.0, 2.0, 3.0], [4.0, 5.0]] and Batched.calls == 2
 
 
-def test_worker_processes_come_later():
-    with pytest.raises(NotImplementedError, match="num_workers=2 .*issue 5"):
-        index_loader(4, num_workers=2)
+def test_worker_options_are_kept():
+    loader = index_loader(4, num_workers=2)
+    assert loader.num_workers == 2 and loader.prefetch_factor == 2
+    assert index_loader(4, num_workers=1, prefetch_factor=5).prefetch_factor == 5
+    assert index_loader(4).prefetch_factor is None
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -198,6 +200,7 @@ def test_worker_processes_come_later():
     (dict(timeout=-1), "timeout option should be non-negative"),
     (dict(prefetch_factor=2), "prefetch_factor option could only be specified"),
     (dict(persistent_workers=True), "persistent_workers option needs num_workers > 0"),
+    (dict(num_workers=1, prefetch_factor=0), "prefetch_factor option should be a positive"),
 ])
 def test_option_errors(kwargs, message):
     with pytest.raises(DataError, match=message):
