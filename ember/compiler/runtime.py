@@ -159,13 +159,20 @@ def plan_in_place_updates(graph: Graph) -> dict:
     return plan
 
 
+def _may_alias(op) -> bool:
+    """Whether ``op``'s outputs may share memory with its inputs: views, and a graph's
+    layout-free reshapes. Every other op returns fresh arrays (the op tables check it
+    for the whole registry: a result only a view may share its input's memory)."""
+    return getattr(op, "is_view", False) or op.name in LAYOUT_FREE
+
+
 def _last_alias_use(graph, old, last_use) -> int:
     """The last instruction reading ``old`` or a value that may share its memory
-    (anything computed from it by an op that may return a view or its input)."""
+    (anything computed from it by views)."""
     shared = {old.id}
     last = last_use.get(old.id, -1)
     for ins in graph.instrs:
-        if getattr(ins.op, "fresh_outputs", False):
+        if not _may_alias(ins.op):
             continue
         if any(v.id in shared for v in ins.inputs):
             for v in ins.outputs:

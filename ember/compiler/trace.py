@@ -169,6 +169,10 @@ class Trace:
         self.entry_grads: dict = {}        # id -> its grad on entry (to restore)
         self.done = False
         self.region = None                 # the recompute region being traced, if any
+        # ember.utils.checkpoint: the draws its forward made (a list collecting them)
+        # and, while its recomputation is traced, those draws to hand out again
+        self.draw_log: list | None = None
+        self.replay = None
         self.modules_called: dict = {}     # id -> Module whose __call__ ran while tracing
 
     # Activation ---------------------------------------------------------------------
@@ -275,11 +279,20 @@ class Trace:
         return arrays if multi else arrays[0]
 
     def draw(self, make, rng, shape, np_dtype):
-        """A random array made by ``make(generator)`` at every call, in program order."""
+        """A random array made by ``make(generator)`` at every call, in program order
+        (while a checkpoint's recomputation is traced: the forward's array again)."""
+        if self.replay is not None:
+            value = next(self.replay, None)
+            if value is not None and value.shape == tuple(shape) and \
+                    value.dtype.np == np.dtype(np_dtype):
+                return TracerArray(value, self)
+            self.replay = None  # the recomputation draws differently: draw afresh
         ins = Instr(RANDOM, [], {"make": make, "rng": rng},
                     [(tuple(shape), as_dtype(np.dtype(np_dtype)))], effect=True,
                     where=user_frame())
         self.graph.instrs.append(ins)
+        if self.draw_log is not None:
+            self.draw_log.append(ins.outputs[0])
         return TracerArray(ins.outputs[0], self)
 
     def host_call(self, fn) -> None:

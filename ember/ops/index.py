@@ -70,18 +70,24 @@ def _int_or_none(v):
     return None if v is None else int(v)
 
 
-def _index_forward(xp, a, index):
+def _getitem(a, index):
     try:
         return a[index]
     except IndexError as exc:
         raise _bad_index("index", a.shape, exc) from None
 
 
+def _index_forward(xp, a, index):
+    out = _getitem(a, index)
+    # a basic index (the gradient of an index_backward) gives a view: "index" copies
+    return out.copy() if xp.may_share_memory(out, a) else out
+
+
 def _index_view_forward(xp, a, index):
     # ints alone would give a NumPy scalar; a trailing ... keeps the result a 0-d view
     if not any(i is Ellipsis for i in index):
         index = index + (Ellipsis,)
-    return _index_forward(xp, a, index)
+    return _getitem(a, index)
 
 
 def _bad_index(op, shape, exc):

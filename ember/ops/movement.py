@@ -68,17 +68,20 @@ def _pad_index(xp, size: int, lo: int, hi: int, mode: str):
 
 
 def _index_pad_forward(xp, a, pads, mode):
+    out = a
     for d, (lo, hi) in enumerate(pads):
         if lo or hi:
-            a = xp.take(a, _pad_index(xp, a.shape[d], lo, hi, mode), axis=d)
-    return a
+            out = xp.take(out, _pad_index(xp, out.shape[d], lo, hi, mode), axis=d)
+    return out.copy() if out is a else out  # a result never shares the input's memory
 
 
 def _index_pad_backward_forward(xp, g, pads, mode, shape):
+    out = g
     for d, (lo, hi) in enumerate(pads):
         if lo or hi:
-            g = _scatter_add_axis(xp, g, _pad_index(xp, shape[d], lo, hi, mode), shape[d], d)
-    return g
+            out = _scatter_add_axis(xp, out, _pad_index(xp, shape[d], lo, hi, mode), shape[d],
+                                    d)
+    return out.copy() if out is g else out
 
 
 _INDEX_PAD = register("index_pad", _index_pad_forward, saves_inputs=False)

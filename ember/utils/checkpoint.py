@@ -79,6 +79,7 @@ class _Plan:
         self.rng_state = rng_state
         self.out_spec = out_spec
         self.outputs = outputs
+        self.draws = None  # under ember.jit: the values the forward's random ops drew
 
 
 class _Recompute(Function):
@@ -108,6 +109,9 @@ class _Recompute(Function):
         trace = registry._trace
         if trace is not None:  # ember.jit: keep the recomputation apart from the forward
             outer, trace.region = trace.region, object()
+            # the graph's random ops draw when it runs, not now: reuse the forward's
+            outer_replay = trace.replay
+            trace.replay = None if plan.draws is None else iter(plan.draws)
         try:
             with grad_mode.enable_grad():
                 out = plan.function(*_rebuild(plan.args_spec, iter(args)), **plan.kwargs)
@@ -115,7 +119,7 @@ class _Recompute(Function):
             if current is not None:
                 set_rng_state(current)
             if trace is not None:
-                trace.region = outer
+                trace.region, trace.replay = outer, outer_replay
         outs = []
         _flatten(out, outs)
         roots, root_grads = [], []
@@ -159,7 +163,17 @@ def checkpoint(function: Callable, *args, use_reentrant: bool | None = None,
     detached = [t.detach().requires_grad_(t._requires_grad) if t.dtype.is_floating_point
                 else t for t in tensors]
     rng_state = get_rng_state() if preserve_rng_state else None
-    out = function(*_rebuild(args_spec, iter(detached)), **kwargs)
+    trace = registry._trace
+    draws = outer_log = None
+    if trace is not None and preserve_rng_state:
+        outer_log, trace.draw_log = trace.draw_log, []
+    try:
+        out = function(*_rebuild(args_spec, iter(detached)), **kwargs)
+    finally:
+        if trace is not None and preserve_rng_state:
+            draws, trace.draw_log = trace.draw_log, outer_log
+            if outer_log is not None:
+                outer_log.extend(draws)
     outs: list = []
     out_spec = _flatten(out, outs)
     leaves = _leaves_used(outs, {id(t) for t in detached})
@@ -167,6 +181,7 @@ def checkpoint(function: Callable, *args, use_reentrant: bool | None = None,
         return out  # nothing to differentiate: keep the result as it is
     plan = _Plan(function, args_spec, kwargs, len(tensors), rng_state, out_spec,
                  [_detached_like(o) for o in outs])
+    plan.draws = draws
     del out
     results = _Recompute.apply(plan, *tensors, *leaves)
     return _rebuild(out_spec, iter(results))

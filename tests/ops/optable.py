@@ -216,6 +216,12 @@ class _ShapeRuleObserver:
                 f"{op.name}: shape rule says {want.shape}, forward gave {np.shape(got)}"
             assert ember.dtypes.as_dtype(np.asarray(got).dtype) is want.dtype, \
                 f"{op.name}: dtype rule says {want.dtype}, forward gave {np.asarray(got).dtype}"
+            # only views may share memory with an input (ember.jit's memory plan and
+            # in-place ops on results rely on it)
+            if not op.is_view and isinstance(got, np.ndarray):
+                assert not any(np.may_share_memory(got, t._data) for t in inputs
+                               if isinstance(t._data, np.ndarray)), \
+                    f"{op.name}: its result shares memory with an input but it is no view"
 
 
 def generate(cases, namespace):
