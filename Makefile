@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(PY) examples/train_digits_cnn.py
+	$(VENV)/bin/ember train examples/digits_cnn.yaml
 
 test: $(STAMP)
 	$(PY) -m pytest tests

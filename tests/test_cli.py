@@ -284,6 +284,16 @@ def test_ember_train_example_in_process(capsys):
     assert final["train_loss"] < 0.3
 
 
+def test_main_job_config_trains_the_cnn(tmp_path, capsys):
+    # the README's main job (make demo): examples/digits_cnn.yaml
+    cnn_yaml = os.path.join(ROOT, "examples", "digits_cnn.yaml")
+    assert main(["train", cnn_yaml, "--no-progress", "-o",
+                 f"trainer.checkpoint_dir={tmp_path / 'runs'}"]) == 0
+    final = final_metrics(capsys.readouterr().out)
+    assert final["val_accuracy"] > 0.9
+    assert os.listdir(tmp_path / "runs")  # its checkpoints
+
+
 def test_python_dash_m_ember_train_subprocess():
     env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
     proc = subprocess.run([sys.executable, "-m", "ember", "train", MLP_YAML,
