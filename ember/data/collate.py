@@ -66,6 +66,42 @@ def _rebuild_sequence(elem, values: list):
         return values
 
 
+def _kind(x) -> str:
+    """The collate rule an element falls under (numbers of any type are one kind)."""
+    if isinstance(x, Tensor):
+        return "tensor"
+    if isinstance(x, np.ndarray):
+        return "array"
+    if isinstance(x, (bool, int, float, np.bool_, np.number)):
+        return "number"
+    if isinstance(x, (str, bytes)):
+        return "string"
+    if isinstance(x, collections.abc.Mapping):
+        return "mapping"
+    if isinstance(x, collections.abc.Sequence):
+        return "sequence"
+    return type(x).__name__
+
+
+def _check_same_kind(batch) -> None:
+    kind = _kind(batch[0])
+    for i, x in enumerate(batch):
+        if _kind(x) != kind and {kind, _kind(x)} != {"tensor", "array"}:
+            raise EmberTypeError(
+                f"default_collate: the samples of a batch must have the same structure; "
+                f"entry 0 is {type(batch[0]).__name__} and entry {i} is "
+                f"{type(x).__name__} (does the dataset return the same kind of sample "
+                f"for every index?)")
+    if kind == "mapping":
+        keys = set(batch[0])
+        for i, x in enumerate(batch):
+            if set(x) != keys:
+                raise EmberTypeError(
+                    f"default_collate: the dicts of a batch must have the same keys; entry "
+                    f"0 has {sorted(map(str, keys))} and entry {i} has "
+                    f"{sorted(map(str, x))}")
+
+
 def default_collate(batch):
     """Merge a list of samples into a batch, recursively by the samples' structure.
 
@@ -82,6 +118,9 @@ def default_collate(batch):
     [tensor([[0., 0.],
             [1., 1.]]), tensor([0, 1])]
     """
+    if not batch:
+        raise EmberError("default_collate: an empty batch (no samples to merge)")
+    _check_same_kind(batch)
     elem = batch[0]
     if isinstance(elem, Tensor):
         for x in batch:

@@ -128,5 +128,12 @@ def test_collate_errors():
         default_collate([object(), object()])
     with pytest.raises(ember.EmberTypeError, match="found <U1"):
         default_collate([np.array(["a"]), np.array(["b"])])
-    with pytest.raises(ember.EmberTypeError, match="mixes tensors with int"):
+    with pytest.raises(ember.EmberTypeError, match="entry 0 is Tensor and entry 1 is int"):
         default_collate([ember.zeros(2), 3])
+    with pytest.raises(ember.EmberTypeError, match="entry 0 is int and entry 2 is str"):
+        default_collate([1, 2, "a"])
+    with pytest.raises(ember.EmberTypeError, match=r"same keys; entry 0 has \['a'\] and entry "
+                                                   r"1 has \['b'\]"):
+        default_collate([{"a": 1}, {"b": 2}])
+    with pytest.raises(ember.EmberError, match="empty batch"):
+        default_collate([])
