@@ -18,6 +18,7 @@ from ember.compiler.ir import Constant, Graph, Input, Instr, Update, Value
 from ember.compiler.passes.cse import eliminate_common_subexpressions
 from ember.compiler.passes.dce import eliminate_dead_code
 from ember.compiler.passes.fold_constants import fold_constants
+from ember.compiler.passes.join_slices import join_slice_gradients
 from ember.compiler.passes.simplify import simplify
 from ember.compiler.runtime import NumpyExecutor, fetch_inputs
 from ember.compiler.trace import RANDOM
@@ -324,6 +325,43 @@ def test_simplify_keeps_effects_and_leaves_unregistered_ops_alone():
     assert ops_of(g) == ["random", "mul", "sin", "cos"]
     assert g.instrs[0].effect and g.instrs[2].inputs[0] is r
     same(before, run(g))
+
+
+# join_slice_gradients ------------------------------------------------------------------
+def _slice_gradient_sum(pieces):
+    """The gradient of a (2, 6) tensor split in three along dim 1, summed as autograd
+    records it; ``pieces`` says which of the three slices are summed, in which order."""
+    g = Graph()
+    grads = [arg(g, (2, 2)) for _ in pieces]
+    parts = [emit(g, "index_backward", v, shape=(2, 6), accumulate=False,
+                  index=(slice(None), slice(2 * k, 2 * k + 2))) for v, k in zip(grads, pieces)]
+    total = parts[0]
+    for p in parts[1:]:
+        total = emit(g, "add", total, p)
+    g.outputs = [emit(g, "mul", total, const(g, np.float32(2.0)))]
+    return g
+
+
+def test_join_slice_gradients_makes_one_cat_of_tiling_slices():
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal((2, 2)).astype(np.float32) for _ in range(3)]
+    g = _slice_gradient_sum([2, 0, 1])
+    before = run(g, *arrays)
+    g = eliminate_dead_code(join_slice_gradients(g))
+    assert ops_of(g) == ["cat", "mul"]
+    cat = g.instrs[0]
+    assert cat.params == {"dim": 1}
+    assert [v.id for v in cat.inputs] == [g.inputs[1].value.id, g.inputs[2].value.id,
+                                          g.inputs[0].value.id]
+    same(before, run(g, *arrays))
+
+
+def test_join_slice_gradients_leaves_slices_that_do_not_tile():
+    g = _slice_gradient_sum([0, 2])  # the middle slice is zeros: no cat can say that
+    assert join_slice_gradients(g).instrs[-1].op.name == "mul"
+    assert "cat" not in ops_of(g)
+    g = _slice_gradient_sum([0, 1, 1, 2])  # overlapping
+    assert "cat" not in ops_of(join_slice_gradients(g))
 
 
 def test_pipeline_never_drops_an_unread_effect_or_an_in_place_update():

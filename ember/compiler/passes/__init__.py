@@ -10,12 +10,14 @@ from .dce import eliminate_dead_code
 from .decompose import decompose_composites
 from .fold_constants import fold_constants
 from .fuse import fuse_elementwise
+from .join_slices import join_slice_gradients
 from .simplify import simplify
 
 # Rewrites that keep the graph made of registry ops (so it can still be split into a
 # forward and a backward part), then lowering into fused kernels: fused primitives
 # into their elementwise steps first, so that those fuse with what is around them.
-SIMPLIFY = (fold_constants, simplify, eliminate_common_subexpressions, eliminate_dead_code)
+SIMPLIFY = (fold_constants, simplify, join_slice_gradients, eliminate_common_subexpressions,
+            eliminate_dead_code)
 LOWER = (decompose_composites, fuse_elementwise)
 PIPELINE = SIMPLIFY + LOWER
 
