@@ -1,8 +1,9 @@
 """Loggers: where the Trainer's logged values go — a CSV file, a JSON-lines file, or
 TensorBoard event files (through tensorboardX).
 
-The Trainer calls ``log_hyperparams`` when fit starts, ``log_metrics`` whenever it
-logs, ``log_model`` after each epoch (histograms) and ``finalize`` when fit ends.
+The Trainer calls ``log_hyperparams`` when fit starts, ``log_graph`` once on the first
+batch for a logger whose ``wants_graph`` is set, ``log_metrics`` whenever it logs,
+``log_model`` after each epoch (histograms) and ``finalize`` when fit ends.
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import csv
 import json
 import math
 import os
+import warnings
 from typing import Any
 
 import numpy as np
@@ -29,8 +31,14 @@ def _plain(value):
 class Logger:
     """Base class of loggers; every method does nothing here."""
 
+    #: the Trainer calls :meth:`log_graph` (once, on the first batch) while this is True
+    wants_graph = False
+
     def log_hyperparams(self, params: dict[str, Any]) -> None:
         """Record the run's hyperparameters."""
+
+    def log_graph(self, model, example_inputs=None) -> None:
+        """Record the graph of ``model``'s forward on ``example_inputs``."""
 
     def log_metrics(self, metrics: dict[str, float], step: int) -> None:
         """Record ``metrics`` (name -> number) at ``step``."""
@@ -123,17 +131,24 @@ class JSONLLogger(Logger):
 class TensorBoardLogger(Logger):
     """TensorBoard event files through ``tensorboardX`` (``pip install tensorboardX``):
     scalars for every logged value, histograms of each parameter and its gradient after
-    each epoch (``weights/<name>``, ``grads/<name>``), and the hyperparameters with the
-    final metrics (TensorBoard's HParams tab).
+    each epoch (``weights/<name>``, ``grads/<name>``), the hyperparameters with the
+    final metrics (TensorBoard's HParams tab) and, with ``log_graph=True``, the model's
+    graph as ember.jit's tracer captures it (the Graphs tab; see :meth:`log_graph`).
 
     Args:
         log_dir: the run's folder (``tensorboard --logdir`` its parent).
         histograms: write weight and gradient histograms.
+        log_graph: have the Trainer write the model graph once, when fit starts,
+            traced on the first batch's inputs (on ``example_inputs`` where the batch is
+            no ``(inputs, targets)`` pair, as with ``training_step``).
+        example_inputs: what :meth:`log_graph` calls the model with by default: a
+            tensor, or a tuple of positional arguments.
 
-    >>> ember.train.TensorBoardLogger("runs/exp1")
+    >>> ember.train.TensorBoardLogger("runs/exp1", log_graph=True)
     """
 
-    def __init__(self, log_dir: str | os.PathLike, histograms: bool = True) -> None:
+    def __init__(self, log_dir: str | os.PathLike, histograms: bool = True,
+                 log_graph: bool = False, example_inputs=None) -> None:
         try:
             from tensorboardX import SummaryWriter
         except ImportError:
@@ -141,6 +156,8 @@ class TensorBoardLogger(Logger):
                                "tensorboardX") from None
         self.log_dir = os.fspath(log_dir)
         self.histograms = histograms
+        self.wants_graph = log_graph
+        self.example_inputs = example_inputs
         self.writer = SummaryWriter(logdir=self.log_dir)
         self._hparams: dict[str, Any] | None = None
 
@@ -150,6 +167,45 @@ class TensorBoardLogger(Logger):
     def log_metrics(self, metrics: dict[str, float], step: int) -> None:
         for name, value in metrics.items():
             self.writer.add_scalar(name, value, step)
+
+    def log_graph(self, model, example_inputs=None) -> bool:
+        """Write the graph of ``model(*example_inputs)`` (default: the logger's
+        ``example_inputs``) for TensorBoard's Graphs tab; returns whether it was written.
+
+        The forward is traced by ember.jit's tracer without gradients and never run:
+        no number is computed, no random number drawn, no buffer updated, and the
+        model comes back as it was. Each parameter and buffer is a node named by its
+        state-dict key (``blocks.0.fc1.weight`` as ``blocks/0/fc1/weight``, so
+        TensorBoard boxes it with its module), each op a node inside the module whose
+        forward issued it, with its output shapes and dtype. A forward the tracer
+        cannot capture (``.item()``, ``if x > 0:``, shapes from values) is skipped with
+        a warning; training never fails for it.
+
+        >>> logger.log_graph(model, ember.randn(1, 784))
+        """
+        self.wants_graph = False  # once per logger, whatever happens
+        if example_inputs is None:
+            example_inputs = self.example_inputs
+        if example_inputs is None:
+            warnings.warn("TensorBoardLogger.log_graph: no example inputs (give "
+                          "example_inputs=...); the model graph is not written",
+                          stacklevel=2)
+            return False
+        args = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else \
+            (example_inputs,)
+        from .tb_graph import graph_def, trace_forward
+        try:
+            graph, scopes = trace_forward(model, args)
+            proto = graph_def(graph, model, scopes)
+        except Exception as exc:  # noqa: BLE001 - a graph is never worth a failed run
+            warnings.warn(f"TensorBoardLogger.log_graph: the graph of "
+                          f"{type(model).__name__} could not be traced, so it is not "
+                          f"written ({type(exc).__name__}: {exc})", stacklevel=2)
+            return False
+        from tensorboardX.proto.event_pb2 import Event
+        self.writer.file_writer.add_event(Event(graph_def=proto.SerializeToString()))
+        self.writer.flush()
+        return True
 
     def log_model(self, model, step: int) -> None:
         if not self.histograms:

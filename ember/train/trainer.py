@@ -433,6 +433,11 @@ class Trainer:
             batch = next(batches, _END)
             if batch is _END:
                 return True
+            for lg in self.loggers:
+                if lg.wants_graph:  # once, traced on the first batch's inputs
+                    pair = self.training_step is None and isinstance(batch, (list, tuple)) \
+                        and len(batch) == 2
+                    lg.log_graph(self.model, (batch[0],) if pair else None)
             self._in_step = True
             self._call("on_step_start")
             losses, samples, exhausted, micro = [], 0, False, 0
