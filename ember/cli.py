@@ -132,8 +132,8 @@ def _check(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``ember`` command with ``argv`` (default: ``sys.argv[1:]``); returns the
-    exit status: 0, 1 (training or search failed with an ember error), 2 (bad command
-    line or config).
+    exit status: 0, 1 (training or search failed with an ember error, or a file or folder
+    it cannot use), 2 (bad command line or config).
 
     >>> ember.cli.main(["train", "examples/digits_mlp.yaml", "-o", "trainer.max_epochs=2"])
     """
@@ -145,6 +145,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"ember {args.command}: error in {args.config}: {exc}", file=sys.stderr)
         return 2
-    except EmberError as exc:
+    except (EmberError, OSError) as exc:  # (OSError: a folder or file it cannot use)
         print(f"ember {args.command}: error: {exc}", file=sys.stderr)
         return 1

@@ -324,3 +324,59 @@ def test_ember_check_prints_the_normalised_config(capsys):
     cfg = json.loads(capsys.readouterr().out)
     assert cfg["data"]["batch_size"] == 32 and cfg["optimizer"]["name"] == "adam"
     assert cfg["trainer"]["max_epochs"] == 10
+
+
+# Review findings: hostile configs get ConfigError (status 2) or an ember error (status 1),
+# never a raw Python exception.
+
+def make_with_hidden(hidden: int = 8):
+    return ember.nn.Sequential(ember.nn.Linear(64, hidden), ember.nn.ReLU(),
+                               ember.nn.Linear(hidden, 10))
+
+
+@pytest.mark.parametrize("text, ext", [
+    ('{"model": ' + "[" * 100000 + "]" * 100000 + "}", ".json"),
+    ("model: " + "[" * 5000 + "]" * 5000 + "\n", ".yaml"),
+    ('{"model": {"name": "mlp", "x": ' + "[" * 600 + "]" * 600 + "}}", ".json"),
+])
+def test_deeply_nested_config_is_a_config_error(tmp_path, capsys, text, ext):
+    path = tmp_path / f"deep{ext}"
+    path.write_text(text)
+    assert main(["check", str(path)]) == 2
+    assert "error in" in capsys.readouterr().err
+
+
+def test_option_item_types_are_checked():
+    err = error_of(base(optimizer={"name": "adam", "betas": [0.9, "x"]}))
+    assert err.path == "optimizer.betas" and "tuple[float, float]" in str(err)
+    err = error_of(base(scheduler={"name": "MultiStepLR", "milestones": ["a"]}))
+    assert err.path == "scheduler.milestones"
+    assert validate_config(base(optimizer={"name": "adam", "betas": [0.9, 0.99]}))[
+        "optimizer"]["betas"] == (0.9, 0.99)
+
+
+def test_nan_is_not_a_number_in_range():
+    err = error_of(base(trainer={"grad_clip_norm": float("nan")}))
+    assert err.path == "trainer.grad_clip_norm"
+
+
+def test_imported_builder_options_are_checked_against_its_signature():
+    cfg = load_config(base(model={"import": "tests.test_cli:make_with_hidden",
+                                  "options": {"hiddn": 4}}))
+    with pytest.raises(ConfigError, match="model.options: .*unexpected keyword argument "
+                                          "'hiddn'"):
+        train(cfg)
+
+
+def test_unusable_folders_and_files_exit_1_with_a_message(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    config = tmp_path / "c.json"
+    for trainer in ({"loggers": ["csv"], "log_dir": str(blocker / "logs")},
+                    {"resume_from": str(tmp_path / "missing.safetensors")}):
+        raw = base()
+        raw["trainer"] = {**raw["trainer"], "max_steps": 1, **trainer}
+        config.write_text(json.dumps(raw))
+        assert main(["train", str(config)]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith("ember train: error:") and "Traceback" not in err

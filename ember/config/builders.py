@@ -3,6 +3,7 @@ the scheduler and the Trainer; :func:`train` runs it."""
 from __future__ import annotations
 
 import importlib
+import inspect
 import random
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
@@ -60,11 +61,25 @@ def import_object(path: str, target: str):
     return obj
 
 
+def _call_builder(path: str, target: str, options: Mapping[str, Any]):
+    """``target(**options)`` for the section at ``path``, after checking that the
+    function takes those options (an error naming ``path.options`` if not)."""
+    builder = import_object(f"{path}.import", target)
+    try:
+        inspect.signature(builder).bind(**options)
+    except TypeError as exc:
+        raise ConfigError(f"{path}.options", f"{target!r} cannot take these options: "
+                                             f"{exc}") from None
+    except ValueError:  # no signature to check (a builtin): let the call decide
+        pass
+    return builder(**options)
+
+
 def build_model(config: Mapping[str, Any]) -> nn.Module:
     """The model of a checked ``model`` section."""
     section = dict(config)
     if "import" in section:
-        model = import_object("model.import", section["import"])(**section["options"])
+        model = _call_builder("model", section["import"], section["options"])
         if not isinstance(model, nn.Module):
             raise ConfigError("model.import", f"{section['import']!r} returned a "
                                               f"{type(model).__name__}; expected an "
@@ -117,7 +132,7 @@ def _text_splits(section: Mapping[str, Any]) -> tuple[Dataset, Dataset]:
 def _datasets(section: Mapping[str, Any], seed: int | None):
     """``(train, val)`` datasets; val may be None."""
     if "import" in section:
-        made = import_object("data.import", section["import"])(**section["options"])
+        made = _call_builder("data", section["import"], section["options"])
         if isinstance(made, Mapping) and "train" in made:
             train, val = made["train"], made.get("val")
         elif isinstance(made, (tuple, list)) and len(made) == 2:

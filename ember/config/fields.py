@@ -8,6 +8,7 @@ attribute says in words what it accepts, for messages.
 from __future__ import annotations
 
 import difflib
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
@@ -106,6 +107,8 @@ class Float(Check):
         if not _is_number(value):
             raise bad_value(path, self.expected, value)
         v = float(value)
+        if math.isnan(v):
+            raise bad_value(path, self.expected, value)
         if self.low is not None and (v < self.low or (self.low_open and v == self.low)):
             raise bad_value(path, self.expected, value)
         if self.high is not None and (v > self.high or (self.high_open and v == self.high)):

@@ -11,7 +11,7 @@ from typing import Any, Iterable, Mapping
 from .errors import ConfigError
 
 __all__ = ["read_config_file", "parse_override", "apply_overrides", "set_path",
-           "parse_scalar"]
+           "parse_scalar", "check_depth"]
 
 # YAML 1.1 (PyYAML) reads ``1e-3`` as a string: its float pattern wants a dot. Config
 # files are full of learning rates written that way, so they are read as numbers here.
@@ -61,18 +61,18 @@ def read_config_file(path: str | os.PathLike) -> dict[str, Any]:
         import tomllib
         try:
             data = tomllib.loads(raw.decode("utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
             raise ConfigError("", f"{path}: not valid TOML: {exc}") from None
     elif ext == ".json":
         try:
             data = json.loads(raw)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # (RecursionError: nested too deeply)
             raise ConfigError("", f"{path}: not valid JSON: {exc}") from None
     else:
         yaml, loader = _yaml_loader()
         try:
             data = yaml.load(raw.decode("utf-8"), Loader=loader)
-        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as exc:
             raise ConfigError("", f"{path}: not valid YAML: {exc}") from None
     if data is None:
         data = {}
@@ -142,10 +142,30 @@ def set_path(config: dict[str, Any], dotted: str, value: Any) -> None:
                                       f"{part!r} cannot be set inside it")
 
 
+_MAX_DEPTH = 64  # far more than any config needs; deeper would overflow Python's stack
+
+
+def check_depth(config: Any) -> None:
+    """Raise :class:`ConfigError` if ``config`` nests mappings and lists more than
+    ``_MAX_DEPTH`` levels deep (checked without recursion)."""
+    stack = [(config, 0, "")]
+    while stack:
+        node, depth, path = stack.pop()
+        if depth > _MAX_DEPTH:
+            raise ConfigError(path if len(path) < 60 else path[:57] + "...",
+                              f"the config is nested more than {_MAX_DEPTH} levels deep")
+        if isinstance(node, Mapping):
+            stack.extend((v, depth + 1, f"{path}.{k}" if path else str(k))
+                         for k, v in node.items())
+        elif isinstance(node, (list, tuple)):
+            stack.extend((v, depth + 1, f"{path}[{i}]") for i, v in enumerate(node))
+
+
 def apply_overrides(config: Mapping[str, Any],
                     overrides: Iterable[str] | Mapping[str, Any]) -> dict[str, Any]:
     """A copy of ``config`` with each override applied: ``"key.path=value"`` strings
     (values parsed by :func:`parse_scalar`) or a mapping ``{"key.path": value}``."""
+    check_depth(config)
     out = copy.deepcopy(dict(config))
     items = overrides.items() if isinstance(overrides, Mapping) else \
         (parse_override(o) for o in overrides)

@@ -16,21 +16,26 @@ __all__ = ["check_options"]
 _OBJECT_WORDS = ("Callable", "Optimizer", "LRScheduler", "Sampler", "Pruner", "Generator")
 
 
-def _kinds(annotation: str) -> set[str]:
-    """The outer type names of an annotation's text: ``"float | list[float]"`` ->
-    ``{"float", "list"}``, ``"Optional[int]"`` -> ``{"int", "None"}``."""
+def _split(text: str, sep: str) -> list[str]:
+    """``text`` split at the ``sep`` characters outside brackets."""
     parts, depth, current = [], 0, ""
-    for ch in annotation:
+    for ch in text:
         depth += ch == "["
         depth -= ch == "]"
-        if ch == "|" and depth == 0:
+        if ch == sep and depth == 0:
             parts.append(current)
             current = ""
         else:
             current += ch
     parts.append(current)
+    return [p.strip() for p in parts]
+
+
+def _kinds(annotation: str) -> set[str]:
+    """The outer type names of an annotation's text: ``"float | list[float]"`` ->
+    ``{"float", "list"}``, ``"Optional[int]"`` -> ``{"int", "None"}``."""
     kinds: set[str] = set()
-    for part in (p.strip() for p in parts):
+    for part in _split(annotation, "|"):
         base, _, inner = part.partition("[")
         base = base.split(".")[-1]
         if base in ("Optional", "Union"):
@@ -47,6 +52,23 @@ _ACCEPTED = ((type(None), {"None", "NoneType"}), (bool, {"bool"}), (int, {"int",
              (Mapping, {"dict", "Mapping"}))
 
 
+_SEQUENCES = ("list", "tuple", "Iterable", "Sequence")
+
+
+def _items_fit(annotation: str, value: list | tuple) -> bool:
+    """Whether the items of ``value`` fit the item types the annotation names
+    (``tuple[float, float]``, ``Iterable[int]``); True where it names none."""
+    inners = []
+    for part in _split(annotation, "|"):
+        base, _, inner = part.partition("[")
+        if base.split(".")[-1] in _SEQUENCES and inner.endswith("]"):
+            inners.append([t for t in _split(inner[:-1], ",") if t != "..."])
+    if not inners:
+        return True
+    return any(items and all(_accepts(items[min(i, len(items) - 1)], v)
+                             for i, v in enumerate(value)) for items in inners)
+
+
 def _accepts(annotation: str, value: Any) -> bool:
     """Whether ``value`` (as a config format gives it) fits the annotation text."""
     kinds = _kinds(annotation)
@@ -54,7 +76,9 @@ def _accepts(annotation: str, value: Any) -> bool:
         return True
     for types, names in _ACCEPTED:
         if isinstance(value, types):
-            return bool(kinds & names)
+            if not kinds & names:
+                return False
+            return not isinstance(value, (list, tuple)) or _items_fit(annotation, value)
     return False
 
 

@@ -35,10 +35,14 @@ def _array(x, owner: str, what: str) -> np.ndarray:
             x = x.float()  # (bfloat16/float16 as float32 for NumPy)
         return x.numpy()
     try:
-        return np.asarray(x)
+        arr = np.asarray(x)
     except Exception:
-        raise TrainerError(f"{owner}.update: {what} must be a tensor or array-like, got "
-                           f"{type(x).__name__}") from None
+        arr = None
+    if arr is None or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        raise TrainerError(f"{owner}.update: {what} must be a tensor or array-like of "
+                           f"numbers, got {type(x).__name__}"
+                           + ("" if arr is None else f" of dtype {arr.dtype}"))
+    return arr
 
 
 class Metric:
@@ -99,6 +103,8 @@ class Metric:
 def _class_predictions(output: np.ndarray, target: np.ndarray, threshold: float,
                        owner: str) -> np.ndarray:
     """Predicted labels of the target's shape from scores, probabilities or labels."""
+    if output.ndim == target.ndim + 1 and output.ndim > 1 and output.shape[1] == 1:
+        output = output[:, 0]  # one score a sample, (N, 1): binary, not one class
     if output.ndim == target.ndim + 1:
         return output.argmax(axis=1 if output.ndim > 1 else 0)
     if output.shape != target.shape:
@@ -120,27 +126,49 @@ def _labels(x: np.ndarray, owner: str) -> np.ndarray:
     return x.astype(np.int64)
 
 
+def _check_classes(target: np.ndarray, classes: int, owner: str) -> None:
+    """Raise unless every target indexes one of ``classes`` class scores."""
+    if target.size and (target.min() < 0 or target.max() >= classes):
+        bad = int(target.min() if target.min() < 0 else target.max())
+        hint = (f"; pass ignore_index={bad} if it marks samples to skip (padding)"
+                if bad < 0 else "")
+        raise TrainerError(f"{owner}.update: target {bad} is out of range for {classes} "
+                           f"classes (expected 0 <= target < {classes}){hint}")
+
+
+def _kept(target: np.ndarray, ignore_index: int | None) -> np.ndarray:
+    """A mask of the targets that count (not ``ignore_index``)."""
+    if ignore_index is None:
+        return np.ones(target.shape, bool)
+    return target != ignore_index
+
+
 class Accuracy(Metric):
     """The fraction of samples whose predicted class is the target.
 
     Args:
         threshold: for binary outputs (probabilities or logits of the target's shape),
             the probability at and above which a sample is predicted positive.
+        ignore_index: a target value that is not counted (padding), as in
+            ``cross_entropy``.
     """
 
     name = "accuracy"
     _state = ("correct", "total")
 
-    def __init__(self, threshold: float = 0.5) -> None:
-        self.threshold = threshold
+    def __init__(self, threshold: float = 0.5, ignore_index: int | None = None) -> None:
+        self.threshold, self.ignore_index = threshold, ignore_index
         self.reset()
 
     def update(self, output, target) -> None:
         target = _labels(_array(target, "Accuracy", "target"), "Accuracy")
-        pred = _class_predictions(_array(output, "Accuracy", "output"), target,
-                                  self.threshold, "Accuracy")
-        self.correct += int((pred == target).sum())
-        self.total += int(target.size)
+        output = _array(output, "Accuracy", "output")
+        keep = _kept(target, self.ignore_index)
+        if output.ndim == target.ndim + 1 and output.ndim > 1 and output.shape[1] > 1:
+            _check_classes(target[keep], output.shape[1], "Accuracy")
+        pred = _class_predictions(output, target, self.threshold, "Accuracy")
+        self.correct += int((pred == target)[keep].sum())
+        self.total += int(keep.sum())
 
     def compute(self) -> float:
         if self.total == 0:
@@ -157,14 +185,15 @@ class TopKAccuracy(Metric):
 
     Args:
         k: how many of the top scores count.
+        ignore_index: a target value that is not counted (padding).
     """
 
     _state = ("correct", "total")
 
-    def __init__(self, k: int = 5) -> None:
+    def __init__(self, k: int = 5, ignore_index: int | None = None) -> None:
         if not isinstance(k, int) or k < 1:
             raise TrainerError(f"TopKAccuracy: k must be a positive int, got {k!r}")
-        self.k = k
+        self.k, self.ignore_index = k, ignore_index
         self.name = f"top{k}_accuracy"
         self.reset()
 
@@ -178,7 +207,11 @@ class TopKAccuracy(Metric):
         if self.k > scores.shape[-1]:
             raise TrainerError(f"TopKAccuracy: k={self.k} exceeds the number of classes "
                                f"{scores.shape[-1]}")
-        mine = np.take_along_axis(scores, target.reshape(scores.shape[:-1] + (1,)), -1)
+        target = target.reshape(scores.shape[:-1])
+        keep = _kept(target, self.ignore_index)
+        scores, target = scores[keep], target[keep]
+        _check_classes(target, scores.shape[-1], "TopKAccuracy")
+        mine = np.take_along_axis(scores, target[:, None], -1)
         higher = (scores > mine).sum(-1)
         self.correct += int((higher < self.k).sum())
         self.total += int(target.size)
@@ -368,15 +401,15 @@ class Perplexity(Metric):
     def update(self, output, target) -> None:
         logits = _array(output, "Perplexity", "output").astype(np.float64)
         target = _labels(_array(target, "Perplexity", "target"), "Perplexity")
-        if logits.shape[:-1] != target.shape:
+        if logits.ndim == 0 or logits.shape[:-1] != target.shape:
             raise TrainerError(f"Perplexity.update: expected logits (..., C) for targets "
                                f"{target.shape}, i.e. shape {target.shape + ('C',)}, got "
                                f"{logits.shape}")
         logits = logits.reshape(-1, logits.shape[-1])
         target = target.ravel()
-        keep = target != self.ignore_index if self.ignore_index is not None \
-            else np.ones(target.shape, bool)
+        keep = _kept(target, self.ignore_index)
         logits, target = logits[keep], target[keep]
+        _check_classes(target, logits.shape[-1], "Perplexity")
         top = logits.max(-1, keepdims=True)
         log_z = np.log(np.exp(logits - top).sum(-1)) + top[:, 0]
         self.nll += float((log_z - logits[np.arange(target.size), target]).sum())

@@ -586,6 +586,7 @@ class Trainer:
         self.epoch += 1
         self.batch_in_epoch = 0
         self._epoch_done = False
+        self._epoch_start_rng = None  # (the next epoch's iterator is not made yet)
 
     def _validate(self) -> None:
         if self.val_loader is None:
