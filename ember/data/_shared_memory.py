@@ -108,13 +108,17 @@ def _write_segment(name: str, arrays: list, offsets: list, total: int) -> str | 
     except OSError:
         return None
     try:
-        # Reserve the pages now: a full /dev/shm then fails here, not with SIGBUS later.
-        os.posix_fallocate(fd, 0, total)
-        with mmap.mmap(fd, total) as mm:
-            for arr, offset in zip(arrays, offsets):
-                dst = np.ndarray(arr.shape, arr.dtype, buffer=mm, offset=offset)
-                dst[...] = arr
-                del dst  # the mapping cannot close while a view of it exists
+        # Plain writes, not a mapping: about twice as fast (no page faults), and a full
+        # /dev/shm fails here with ENOSPC rather than with SIGBUS later. Only alignment
+        # padding, which nobody reads, is left as holes by the final truncate.
+        for arr, offset in zip(arrays, offsets):
+            data = memoryview(np.ascontiguousarray(arr).reshape(-1).view(np.uint8))
+            while data:
+                written = os.pwrite(fd, data, offset)
+                if written == 0:  # never loop forever on a file that takes nothing
+                    raise OSError(f"could not write to {path}")
+                data, offset = data[written:], offset + written
+        os.ftruncate(fd, total)
     except OSError:
         os.close(fd)
         discard(name)

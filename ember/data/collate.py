@@ -84,6 +84,9 @@ def _kind(x) -> str:
 
 
 def _check_same_kind(batch) -> None:
+    first = type(batch[0])
+    if first is not dict and all(type(x) is first for x in batch):
+        return  # the common case, checked cheaply: one type throughout
     kind = _kind(batch[0])
     for i, x in enumerate(batch):
         if _kind(x) != kind and {kind, _kind(x)} != {"tensor", "array"}:

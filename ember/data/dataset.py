@@ -8,6 +8,8 @@ import numbers
 import warnings
 from typing import Iterable, Sequence
 
+import numpy as np
+
 from ..errors import EmberIndexError, EmberTypeError, ShapeError
 from ..ops.random import Generator, randperm
 from ..tensor import Tensor
@@ -74,6 +76,21 @@ class TensorDataset(Dataset):
 
     def __getitem__(self, index):
         return tuple(t[index] for t in self.tensors)
+
+    def __getitems__(self, indices: list) -> list:
+        """The samples at ``indices`` (what the DataLoader reads for a batch): one
+        gather per tensor instead of an indexing op per sample and tensor."""
+        if not self.tensors or any(t.requires_grad for t in self.tensors) or \
+                any(type(i) is not int for i in indices):
+            return [self[i] for i in indices]
+        n = len(self)
+        for i in indices:
+            if not -n <= i < n:
+                raise EmberIndexError(f"TensorDataset: index {i} is out of range for "
+                                      f"{n} samples")
+        rows = [(t._data[np.asarray(indices, dtype=np.int64)], t._device) for t in self.tensors]
+        return [tuple(Tensor._make(data[k], device) for data, device in rows)
+                for k in range(len(indices))]
 
     def __len__(self) -> int:
         return self.tensors[0].shape[0] if self.tensors else 0

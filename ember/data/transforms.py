@@ -181,8 +181,17 @@ def _pad(image: _Image, arr: np.ndarray, ltrb, fill, mode: str, owner: str) -> n
     left, top, right, bottom = ltrb
     if mode == "constant":
         h, w = arr.shape[-2:]
-        out = np.empty(arr.shape[:-2] + (top + h + bottom, left + w + right), arr.dtype)
-        out[...] = _fill_value(owner, fill, image)
+        shape = arr.shape[:-2] + (top + h + bottom, left + w + right)
+        zero = isinstance(fill, numbers.Number) and fill == 0
+        new = np.zeros if zero else np.empty
+        if arr.ndim == 3 and arr.strides[0] < arr.strides[2]:
+            # Channels-last memory (an HWC image): pad in that layout, so that this copy
+            # and the one back to (H, W, C) read and write memory in order.
+            out = new(shape[1:] + shape[:1], arr.dtype).transpose(2, 0, 1)
+        else:
+            out = new(shape, arr.dtype)
+        if not zero:
+            out[...] = _fill_value(owner, fill, image)
         out[..., top:top + h, left:left + w] = arr
         return out
     widths = [(0, 0)] * (arr.ndim - 2) + [(top, bottom), (left, right)]
@@ -383,7 +392,10 @@ class ToTensor:
         if arr.ndim == 2:
             arr = arr[None]
         if arr.dtype == np.uint8:
-            out = arr.astype(np.float32) / np.float32(255.0)
+            # One pass into a contiguous (C, H, W) result: the cast to float32 is exact,
+            # so this equals astype(float32) / 255 without the intermediate copy.
+            out = np.empty(arr.shape, np.float32)
+            np.divide(arr, np.float32(255.0), out=out)
         elif arr.dtype.kind in "biuf":
             out = arr.astype(np.float32)
         else:
@@ -411,16 +423,33 @@ class Normalize:
         self.mean = tuple(np.atleast_1d(np.asarray(mean, dtype=np.float64)).tolist())
         self.std = tuple(np.atleast_1d(np.asarray(std, dtype=np.float64)).tolist())
         self.inplace = inplace
+        # Checked (C, 1, 1) mean and std arrays, built once per dtype and channel count
+        # (keyed by the values too, so assigning new ``mean``/``std`` still takes effect).
+        self._stats: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
 
     def __call__(self, tensor):
         image = _Image(tensor, "Normalize")
         arr = image.array
-        if not np.issubdtype(arr.dtype, np.floating):
+        if arr.dtype.kind != "f":
             raise EmberTypeError(f"Normalize: input should be a float image, got "
                                  f"{describe([tensor])}")
         if arr.ndim < 3:
             raise ShapeError(f"Normalize: expected an image of shape (..., C, H, W), got "
                              f"{describe([tensor])}")
+        key = (arr.dtype, arr.shape[-3], self.mean, self.std)
+        stats = self._stats.get(key)
+        if stats is None:
+            stats = self._stats[key] = self._checked_stats(arr, tensor)
+        mean, std = stats
+        if self.inplace and arr.flags.writeable:
+            np.subtract(arr, mean, out=arr)
+            np.divide(arr, std, out=arr)
+            return tensor
+        out = arr - mean
+        np.divide(out, std, out=out)
+        return image.wrap(out)
+
+    def _checked_stats(self, arr: np.ndarray, tensor) -> tuple[np.ndarray, np.ndarray]:
         mean = np.asarray(self.mean, arr.dtype)
         std = np.asarray(self.std, arr.dtype)
         if (std == 0).any():
@@ -430,12 +459,7 @@ class Normalize:
             if values.size not in (1, arr.shape[-3]):
                 raise ShapeError(f"Normalize: {name} has {values.size} values but the image "
                                  f"of {describe([tensor])} has {arr.shape[-3]} channels")
-        mean, std = mean.reshape(-1, 1, 1), std.reshape(-1, 1, 1)
-        if self.inplace and arr.flags.writeable:
-            np.subtract(arr, mean, out=arr)
-            np.divide(arr, std, out=arr)
-            return tensor
-        return image.wrap((arr - mean) / std)
+        return mean.reshape(-1, 1, 1), std.reshape(-1, 1, 1)
 
     def __repr__(self) -> str:
         return f"Normalize(mean={list(self.mean)}, std={list(self.std)})"

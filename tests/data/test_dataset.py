@@ -165,3 +165,19 @@ def test_numpy_backed_dataset_through_subset():
     data = np.arange(10) * 2
     sub = Subset(data, [9, 0])
     assert sub[0] == 18 and sub[1] == 0
+
+
+def test_tensor_dataset_getitems_equals_one_by_one():
+    ds = ember.data.TensorDataset(ember.randn(10, 3), ember.arange(10))
+    batch = ds.__getitems__([7, 0, -1, 7])
+    for got, i in zip(batch, [7, 0, -1, 7]):
+        want = ds[i]
+        assert len(got) == 2
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g.numpy(), w.numpy())
+    with pytest.raises(ember.EmberIndexError, match="index 10 is out of range for 10"):
+        ds.__getitems__([1, 10])
+    # a loader batch goes through it: the same batch as indexing one by one
+    x, y = next(iter(ember.data.DataLoader(ds, batch_size=4)))
+    np.testing.assert_array_equal(x.numpy(), ds.tensors[0].numpy()[:4])
+    np.testing.assert_array_equal(y.numpy(), [0, 1, 2, 3])
