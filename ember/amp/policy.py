@@ -15,11 +15,11 @@ FLOAT32 = "float32"                  # cast float16/bfloat16 inputs to float32
 PROMOTE = "promote"                  # cast floating inputs to the widest of them
 
 # PyTorch: conv1d/2d/3d, conv_transpose1d/2d/3d, _convolution, bmm, mm, baddbmm, addmm,
-# addbmm, linear, matmul, prelu, scaled_dot_product_attention. ember's matmul primitive
-# also serves mv, dot and addmv (which PyTorch leaves in float32) and einsum (which
-# PyTorch runs through bmm, so in lower precision too).
+# addbmm, linear, matmul, prelu, scaled_dot_product_attention; einsum, which PyTorch
+# runs through bmm, too. mv, dot and addmv are not on the list (they keep their inputs'
+# dtypes): they run ember's matmul primitive with autocast set aside.
 _LOWER_PRECISION_OPS = (
-    "linear", "matmul", "mm", "bmm", "mv", "dot", "addmm", "baddbmm", "addmv", "einsum",
+    "linear", "matmul", "mm", "bmm", "addmm", "baddbmm", "einsum",
     "convolution", "conv_transpose", "prelu", "scaled_dot_product_attention",
 )
 
@@ -28,6 +28,8 @@ _LOWER_PRECISION_OPS = (
 _FLOAT32_OPS = (
     "cross_entropy_loss", "nll_loss", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "mse_loss", "l1_loss", "smooth_l1", "huber", "prod",
+    "kl_div", "poisson_nll_loss", "hinge_embedding_loss", "soft_margin_loss",
+    "margin_ranking_loss", "triplet_margin_loss", "cosine_embedding_loss",
 )
 
 _PROMOTE_OPS = ("cat", "stack", "index_copy")

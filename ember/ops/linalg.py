@@ -17,7 +17,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..errors import EmberError, EmberTypeError, ShapeError
 from ..tensor import Tensor
-from .registry import AbstractValue, apply, autocast_inputs, register
+from .registry import AbstractValue, apply, apply_in_given_dtypes, autocast_inputs, register
 from .shape import broadcast_shapes, permute, reshape, unsqueeze, wrap_dim
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "outer", "ger", "addmm", "baddbmm",
@@ -201,7 +201,7 @@ def mv(input, vec):
     input, vec = autocast_inputs("mv", input, vec)
     _check_ranks("mv", (2, 1), input, vec)
     _check_inner("mv", input, vec, input.shape[1], vec.shape[0])
-    return apply(_MATMUL, input, vec)
+    return apply_in_given_dtypes(_MATMUL, input, vec)  # autocast leaves mv alone
 
 
 def dot(input, tensor):
@@ -215,7 +215,7 @@ def dot(input, tensor):
     if input.shape[0] != tensor.shape[0]:
         raise ShapeError(f"dot: inconsistent tensor sizes: shapes {_shapes(input, tensor)} "
                          f"have {input.shape[0]} and {tensor.shape[0]} elements")
-    return apply(_MATMUL, input, tensor)
+    return apply_in_given_dtypes(_MATMUL, input, tensor)  # autocast leaves dot alone
 
 
 def vdot(input, other):

@@ -12,6 +12,7 @@ from . import elementwise as ew
 from .activation import logsigmoid
 from .elementwise_composite import clamp_min
 from .loss import _REDUCTIONS, _reduce, _reduction
+from .registry import autocast_inputs
 from .reduce import sum as _sum
 from .shape import unsqueeze
 
@@ -32,6 +33,7 @@ def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None,
     >>> F.kl_div(p.log(), p, reduction="batchmean")
     tensor(0.)
     """
+    input, target = autocast_inputs("kl_div", input, target)
     name = "kl_div"
     reduction = _reduction(name, size_average, reduce, reduction,
                            _REDUCTIONS + ("batchmean",))
@@ -59,6 +61,7 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
     ...                         ember.tensor([1]))
     tensor(1.)
     """
+    input1, input2, target = autocast_inputs("cosine_embedding_loss", input1, input2, target)
     name = "cosine_embedding_loss"
     reduction = _reduction(name, size_average, reduce, reduction)
     if input1.ndim not in (1, 2) or tuple(input1.shape) != tuple(input2.shape) or \
@@ -86,6 +89,7 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
     >>> F.margin_ranking_loss(ember.tensor([1.0]), ember.tensor([2.0]), ember.tensor([1.0]))
     tensor(1.)
     """
+    input1, input2, target = autocast_inputs("margin_ranking_loss", input1, input2, target)
     name = "margin_ranking_loss"
     reduction = _reduction(name, size_average, reduce, reduction)
     if not input1.ndim == input2.ndim == target.ndim:
@@ -103,6 +107,7 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
     >>> F.hinge_embedding_loss(ember.tensor([0.3, 2.0]), ember.tensor([-1.0, 1.0]))
     tensor(1.3500)
     """
+    input, target = autocast_inputs("hinge_embedding_loss", input, target)
     reduction = _reduction("hinge_embedding_loss", size_average, reduce, reduction)
     loss = ew.where(target != 1, clamp_min(margin - input, 0.0), 0.0) + \
         ew.where(target != -1, input, 0.0)
@@ -116,6 +121,7 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = 
     >>> F.soft_margin_loss(ember.tensor([0.0]), ember.tensor([1.0]))
     tensor(0.6931)
     """
+    input, target = autocast_inputs("soft_margin_loss", input, target)
     reduction = _reduction("soft_margin_loss", size_average, reduce, reduction)
     return _reduce(-logsigmoid(target * input), reduction)
 
@@ -130,6 +136,7 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
     >>> F.triplet_margin_loss(ember.zeros(1, 2), ember.zeros(1, 2), ember.ones(1, 2))
     tensor(0.)
     """
+    anchor, positive, negative = autocast_inputs("triplet_margin_loss", anchor, positive, negative)
     from .nn_misc import pairwise_distance
     name = "triplet_margin_loss"
     reduction = _reduction(name, size_average, reduce, reduction)
@@ -153,6 +160,7 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
     >>> F.poisson_nll_loss(ember.tensor([0.0]), ember.tensor([1.0]))
     tensor(1.)
     """
+    input, target = autocast_inputs("poisson_nll_loss", input, target)
     reduction = _reduction("poisson_nll_loss", size_average, reduce, reduction)
     if log_input:
         loss = ew.exp(input) - target * input

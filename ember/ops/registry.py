@@ -167,6 +167,19 @@ def apply(op: Op, *inputs, **params):
     return results
 
 
+def apply_in_given_dtypes(op: Op, *inputs, **params):
+    """:func:`apply`, with the inputs' dtypes kept even inside ``ember.amp.autocast``:
+    for a public function whose autocast rule differs from its primitive's (``mv`` runs
+    in float32 where the ``matmul`` primitive would run in lower precision)."""
+    if not _autocasting or _autocast.cast is None:
+        return apply(op, *inputs, **params)
+    saved, _autocast.cast = _autocast.cast, None
+    try:
+        return apply(op, *inputs, **params)
+    finally:
+        _autocast.cast = saved
+
+
 def autocast_inputs(name: str, *inputs) -> tuple:
     """``inputs`` cast by the active autocast policy for ``name`` (unchanged outside
     ``ember.amp.autocast``). For public functions that check their arguments' dtypes, or

@@ -72,6 +72,20 @@ CASES = {
     "add": lambda lib, F, T, I: T("x") + T("y"),
     "cat": lambda lib, F, T, I: lib.cat([T("x"), T("y")]),
     "stack": lambda lib, F, T, I: lib.stack([T("x"), T("y")]),
+    # not on PyTorch's lower-precision list: their inputs' dtypes
+    "mv": lambda lib, F, T, I: lib.mv(T("m").T, T("c")[:3].repeat(2)),
+    "dot": lambda lib, F, T, I: lib.dot(T("c"), T("c")),
+    "addmv": lambda lib, F, T, I: lib.addmv(T("b"), T("w"), T("ln_w")),
+    # PyTorch's CPU float32 list
+    "kl_div": lambda lib, F, T, I: F.kl_div(T("x"), T("p"), reduction="batchmean"),
+    "poisson_nll_loss": lambda lib, F, T, I: F.poisson_nll_loss(T("x"), T("p")),
+    "hinge_embedding_loss": lambda lib, F, T, I: F.hinge_embedding_loss(T("x"), T("y").sign()),
+    "soft_margin_loss": lambda lib, F, T, I: F.soft_margin_loss(T("x"), T("y").sign()),
+    "margin_ranking_loss":
+        lambda lib, F, T, I: F.margin_ranking_loss(T("c"), T("c") * 0.5, T("c").sign()),
+    "triplet_margin_loss": lambda lib, F, T, I: F.triplet_margin_loss(T("x"), T("y"), T("p")),
+    "cosine_embedding_loss":
+        lambda lib, F, T, I: F.cosine_embedding_loss(T("x"), T("y"), T("ln_w")[:4].sign()),
 }
 
 # Mixed inputs: one tensor in the autocast dtype, the others float32.
