@@ -1,15 +1,56 @@
 """Turning a task (a list of indices, or "the next batch" of a stream) into a batch: the
-one piece of loading code that the main process and the worker processes share."""
+one piece of loading code that the main process and the worker processes share.
+
+Random augmentation inside a map-style dataset draws from generators seeded for each
+batch: ember's default generator, ``random`` and NumPy's global generator start every
+batch from a seed made of the epoch's base seed and the batch's number. So a batch has
+the same augmentations whichever worker — or the main process — loads it, and a resumed
+epoch loads its remaining batches exactly as an uninterrupted one would. (A stream, an
+IterableDataset, keeps each worker's own generators, as PyTorch does: resuming reads it
+again from its start.)"""
 from __future__ import annotations
 
 import itertools
+import random
 from typing import Callable
 
+import numpy as np
+
+from ..ops.random import get_rng_state, manual_seed, set_rng_state
 from .dataset import IterableDataset
 
-__all__ = ["Fetcher", "END"]
+__all__ = ["Fetcher", "END", "batch_seed", "seeded_for_batch", "in_own_generators"]
 
 END = object()  # what fetch returns once an IterableDataset's stream has run out
+
+
+def batch_seed(base_seed: int, batch: int) -> int:
+    """The seed batch number ``batch`` of an epoch with ``base_seed`` is loaded with."""
+    return int(np.random.SeedSequence([base_seed, batch]).generate_state(1, np.uint64)[0]
+               >> np.uint64(1))
+
+
+def seeded_for_batch(seed: int) -> None:
+    """Seed ember's default generator, ``random`` and NumPy's global generator."""
+    manual_seed(seed)
+    random.seed(seed)
+    np.random.seed(seed % (1 << 32))
+
+
+class in_own_generators:
+    """Run a block with the process's generators set aside and restored after (the main
+    process loading a batch must not consume the training's random numbers)."""
+
+    def __enter__(self):
+        self.saved = (get_rng_state(), random.getstate(), np.random.get_state())
+        return self
+
+    def __exit__(self, *exc):
+        ember_state, py_state, np_state = self.saved
+        set_rng_state(ember_state)
+        random.setstate(py_state)
+        np.random.set_state(np_state)
+        return False
 
 
 class Fetcher:

@@ -26,7 +26,7 @@ import weakref
 import numpy as np
 
 from ..ops.random import manual_seed
-from ._fetch import END, Fetcher
+from ._fetch import END, Fetcher, batch_seed, seeded_for_batch
 from ._shared_memory import (discard, pack, remove_segments, shared_memory_available,
                              unpack)
 from .errors import DataError, WorkerError
@@ -125,7 +125,9 @@ def _worker_loop(worker_id: int, num_workers: int, dataset, fetch_options: tuple
             continue
         if task is None:
             break
-        epoch, seq, indices = task
+        epoch, seq, indices, seed = task
+        if seed is not None:
+            seeded_for_batch(seed)
         if epoch != current_epoch:
             current_epoch = epoch
             fetcher.restart()
@@ -360,9 +362,11 @@ class MultiProcessIter:
                 return
             worker_id = (self._plan.first_batch + self._next_send) % self._num_workers
         seq = self._next_send
+        seed = None if indices is None else \
+            batch_seed(self._plan.base_seed, self._plan.first_batch + seq)
         self._next_send += 1
         self._in_flight[seq] = worker_id
-        self._pool.send(worker_id, (self._tag, seq, indices))
+        self._pool.send(worker_id, (self._tag, seq, indices, seed))
 
     def _receive_one(self) -> None:
         worker_id, tag, seq, kind, payload = self._pool.receive(self._timeout)

@@ -10,7 +10,7 @@ from typing import Callable, Iterator, NamedTuple
 
 from ..errors import EmberTypeError
 from ..ops.random import Generator, get_rng_state, randint, set_rng_state
-from ._fetch import END, Fetcher
+from ._fetch import END, Fetcher, batch_seed, in_own_generators, seeded_for_batch
 from ._workers import MultiProcessIter
 from .collate import default_collate, default_convert
 from .dataset import IterableDataset
@@ -56,10 +56,13 @@ class DataLoader:
         in_order: hand out batches in sampler order; ``False`` hands them out as soon
             as any worker has one.
 
-    Each epoch draws a ``base_seed`` from ``generator`` (or the default generator);
-    worker ``i`` seeds ember's default generator, ``random`` and NumPy's global
-    generator from ``base_seed + i`` (see :func:`get_worker_info`). Batches travel from
-    workers through shared memory. A worker's exception is raised here as a
+    Each epoch draws a ``base_seed`` from ``generator`` (or the default generator).
+    Batch ``s`` of a map-style dataset loads with ember's default generator, ``random``
+    and NumPy's global generator seeded from ``(base_seed, s)``, in a worker or (set
+    aside and restored after) in the main process: the same random augmentations for any
+    number of workers, and exact resumption. Worker ``i`` is first seeded from
+    ``base_seed + i`` (see :func:`get_worker_info`), which a stream keeps using.
+    Batches travel from workers through shared memory. A worker's exception is raised here as a
     :class:`WorkerError` holding the worker's traceback; a worker that dies raises one
     within a fraction of a second.
 
@@ -373,6 +376,8 @@ class _SingleProcessIter:
         self._tasks = plan.tasks
         self._drop = plan.drop
         self._progress = plan.progress
+        self._base_seed = plan.base_seed
+        self._batch = plan.first_batch  # the number of the next batch of the epoch
 
     def __iter__(self) -> "_SingleProcessIter":
         return self
@@ -383,7 +388,13 @@ class _SingleProcessIter:
                 batch = self._fetcher.fetch(None)
             else:
                 indices = next(self._tasks, END)
-                batch = END if indices is END else self._fetcher.fetch(indices)
+                if indices is END:
+                    batch = END
+                else:  # seeded as a worker would seed it (see _fetch)
+                    with in_own_generators():
+                        seeded_for_batch(batch_seed(self._base_seed, self._batch))
+                        batch = self._fetcher.fetch(indices)
+                    self._batch += 1
             if batch is END:
                 self._progress.finished = True
                 raise StopIteration

@@ -199,3 +199,63 @@ def test_load_state_dict_rejects_bad_states(change, message):
         make_loader().load_state_dict(state)
     with pytest.raises(DataError, match="expected the dict"):
         make_loader().load_state_dict([1, 2])
+
+
+class Augmented(ember.data.Dataset):
+    """Samples with random augmentation from the three global generators."""
+
+    def __len__(self):
+        return 26
+
+    def __getitem__(self, i):
+        import random
+        noise = ember.rand(2) + float(np.random.rand()) + random.random()
+        return noise + i, i
+
+
+def augmented_loader(num_workers):
+    return DataLoader(Augmented(), batch_size=4, shuffle=True, num_workers=num_workers,
+                      generator=ember.Generator().manual_seed(3))
+
+
+def test_random_augmentation_is_the_same_for_any_number_of_workers():
+    ember.manual_seed(0)
+    runs = {}
+    for n in (0, 1, 2):
+        loader = augmented_loader(n)
+        runs[n] = [[b[0].numpy().copy() for b in loader] for _ in range(2)]
+    for n in (1, 2):
+        for epoch_a, epoch_b in zip(runs[0], runs[n]):
+            for a, b in zip(epoch_a, epoch_b):
+                np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(runs[0][0][0], runs[0][1][0])  # epochs differ
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_resume_with_random_augmentation_in_workers_is_exact(num_workers):
+    straight = [b[0].numpy().copy() for b in augmented_loader(num_workers)]
+    interrupted = augmented_loader(num_workers)
+    it = iter(interrupted)
+    [next(it) for _ in range(3)]
+    state = json_round_trip(interrupted.state_dict())
+    del it
+    resumed = augmented_loader(num_workers)
+    resumed.load_state_dict(state)
+    rest = [b[0].numpy() for b in resumed]
+    assert len(rest) == len(straight) - 3
+    for a, b in zip(rest, straight[3:]):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_loading_in_the_main_process_leaves_its_generators_alone():
+    import random
+    ember.manual_seed(5)
+    np.random.seed(5)
+    random.seed(5)
+    list(augmented_loader(0))
+    after = (ember.rand(1).item(), np.random.rand(), random.random())
+    # (the loader has its own generator: the epoch draws nothing from the default one)
+    ember.manual_seed(5)
+    np.random.seed(5)
+    random.seed(5)
+    assert after == (ember.rand(1).item(), np.random.rand(), random.random())
