@@ -1,0 +1,24 @@
+"""``ember.distributed``: collectives and parallel training on MPI (mpi4py), with
+``torch.distributed``'s names.
+
+>>> import ember.distributed as dist
+>>> dist.init_process_group("mpi")     # under mpiexec: rank and size from MPI
+>>> t = ember.ones(4)
+>>> dist.all_reduce(t)                 # sum over every rank, in place
+"""
+from .collectives import (ReduceOp, all_gather, all_gather_into_tensor, all_reduce,
+                          all_to_all, all_to_all_single, barrier, broadcast,
+                          destroy_process_group, gather, get_backend, get_rank,
+                          get_world_size, group_world, init_process_group, irecv,
+                          is_available, is_initialized, isend, new_group, recv, reduce,
+                          reduce_scatter, reduce_scatter_tensor, scatter, send)
+from .process_group import (DistributedError, ProcessGroup, Work, get_timeout,
+                            set_timeout)
+
+__all__ = ["ReduceOp", "init_process_group", "is_initialized", "is_available",
+           "destroy_process_group", "get_rank", "get_world_size", "get_backend",
+           "new_group", "barrier", "all_reduce", "broadcast", "all_gather",
+           "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor", "reduce",
+           "gather", "scatter", "all_to_all", "all_to_all_single", "send", "recv", "isend",
+           "irecv", "group_world", "DistributedError", "ProcessGroup", "Work",
+           "get_timeout", "set_timeout"]

@@ -1,0 +1,389 @@
+"""The process group's world and the collectives on ember tensors, with
+``torch.distributed``'s names and arguments.
+
+Collectives write into the tensors they are given (as PyTorch's do) and bump their
+version counters; ``async_op=True`` returns a :class:`~ember.distributed.Work` whose
+``wait()`` completes it. Ranks named in ``src``/``dst`` are global ranks, as in PyTorch.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..tensor import Tensor
+from .process_group import (REDUCE_OPS, DistributedError, MPIProcessGroup, ProcessGroup,
+                            SingleProcessGroup, Work, set_timeout)
+
+__all__ = ["ReduceOp", "init_process_group", "is_initialized", "is_available",
+           "destroy_process_group", "get_rank", "get_world_size", "get_backend",
+           "new_group", "barrier", "all_reduce", "broadcast", "all_gather",
+           "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor", "reduce",
+           "gather", "scatter", "all_to_all", "all_to_all_single", "send", "recv", "isend",
+           "irecv", "group_world"]
+
+
+class ReduceOp:
+    """Reduction operations: ``ReduceOp.SUM`` and the others (strings underneath)."""
+    SUM, AVG, MAX, MIN, PRODUCT = "sum", "avg", "max", "min", "product"
+
+
+_world: list = [None]
+
+# Environment variables the MPI launchers set in every rank (Open MPI, MPICH/Hydra, PMIx).
+_LAUNCHED_BY = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS")
+
+
+def is_available() -> bool:
+    """Whether mpi4py can be imported (the MPI backend can run)."""
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def init_process_group(backend: str = "mpi", *, timeout: float | None = None,
+                       world_size: int | None = None, rank: int | None = None,
+                       init_method: str | None = None) -> ProcessGroup:
+    """Join the job's world. With ``backend="mpi"`` rank and size come from MPI; run
+    without ``mpiexec`` it is a world of one process where every collective is the
+    identity. ``timeout`` (seconds) bounds every collective's wait.
+
+    >>> dist.init_process_group("mpi")
+    >>> dist.get_rank(), dist.get_world_size()
+    (0, 1)
+    """
+    if _world[0] is not None:
+        raise DistributedError("init_process_group: the default process group is already "
+                               "initialized (call destroy_process_group() first)")
+    if timeout is not None:
+        set_timeout(timeout.total_seconds() if hasattr(timeout, "total_seconds") else timeout)
+    if backend not in ("mpi", "single"):
+        raise DistributedError(f"init_process_group: unknown backend {backend!r}; expected "
+                               "'mpi' (or 'single', a world of one process)")
+    if backend == "single" or not any(v in os.environ for v in _LAUNCHED_BY):
+        group = SingleProcessGroup()
+    else:
+        try:
+            from mpi4py import MPI
+        except ImportError:
+            raise DistributedError("init_process_group: backend 'mpi' needs mpi4py "
+                                   "(pip install 'ember[mpi]')") from None
+        comm = MPI.COMM_WORLD
+        comm.Set_errhandler(MPI.ERRORS_RETURN)
+        group = MPIProcessGroup(comm, comm.Get_rank(), tuple(range(comm.Get_size())))
+    for name, want in (("world_size", world_size), ("rank", rank)):
+        have = group.size if name == "world_size" else group.rank
+        if want is not None and want != have:
+            raise DistributedError(f"init_process_group: {name}={want} was asked for but "
+                                   f"the launcher started this process as {name} {have}")
+    _world[0] = group
+    from . import faults
+    faults.install(group)
+    return group
+
+
+def is_initialized() -> bool:
+    return _world[0] is not None
+
+
+def group_world() -> ProcessGroup:
+    """The default (world) process group; raises when none was initialized."""
+    if _world[0] is None:
+        raise DistributedError("ember.distributed: the default process group is not "
+                               "initialized; call ember.distributed.init_process_group() "
+                               "first")
+    return _world[0]
+
+
+def destroy_process_group(group: ProcessGroup | None = None) -> None:
+    """Leave the default group (the process may init again)."""
+    if group is None or group is _world[0]:
+        _world[0] = None
+
+
+def _group(group) -> ProcessGroup:
+    return group_world() if group is None else group
+
+
+def get_rank(group: ProcessGroup | None = None) -> int:
+    """This process's rank in ``group`` (the world by default); -1 outside it."""
+    if group is None:
+        return 0 if _world[0] is None else _world[0].rank
+    return group.rank
+
+
+def get_world_size(group: ProcessGroup | None = None) -> int:
+    if group is None and _world[0] is None:
+        return 1
+    return _group(group).size
+
+
+def get_backend(group: ProcessGroup | None = None) -> str:
+    return _group(group).backend
+
+
+def new_group(ranks=None) -> ProcessGroup | None:
+    """A group of the given global ranks (all by default); every rank of the world must
+    call it. Returns None on ranks outside the group."""
+    world = group_world()
+    ranks = list(range(world.size)) if ranks is None else sorted(int(r) for r in ranks)
+    if not ranks or any(not 0 <= r < world.size for r in ranks) or len(set(ranks)) != len(ranks):
+        raise DistributedError(f"new_group: ranks must be distinct ranks of the world of "
+                               f"{world.size}, got {ranks}")
+    return world.new_group(ranks)
+
+
+# Tensors <-> arrays ---------------------------------------------------------------------
+def _check_tensor(name, t):
+    if not isinstance(t, Tensor):
+        raise DistributedError(f"{name}: expected an ember Tensor, got {type(t).__name__}")
+
+
+class _Target:
+    """A tensor's array to write into (a contiguous copy when it is not contiguous),
+    written back and versioned when the collective completes."""
+
+    def __init__(self, name, tensor):
+        _check_tensor(name, tensor)
+        self.tensor = tensor
+        data = tensor._data
+        self.array = data if data.flags.c_contiguous and data.flags.writeable else \
+            np.ascontiguousarray(data)
+
+    def finish(self):
+        data = self.tensor._data
+        if self.array is not data:
+            data[...] = self.array
+        self.tensor._version[0] += 1
+
+
+def _local(group: ProcessGroup, rank: int, what: str) -> int:
+    """The group rank of global rank ``rank``."""
+    if rank not in group.ranks:
+        raise DistributedError(f"{what}: rank {rank} is not in the group of ranks "
+                               f"{group.ranks}")
+    return group.ranks.index(rank)
+
+
+def _run(work: Work, finishers, async_op: bool):
+    inner = work._finish
+
+    def finish():
+        if inner is not None:
+            inner()
+        for f in finishers:
+            f()
+    work._finish = finish
+    if work._done:  # completed at once (a world of one)
+        work._done = False
+        work._complete()
+    if async_op:
+        return work
+    work.wait()
+    return None
+
+
+def _op_name(op) -> str:
+    op = getattr(op, "value", op)
+    if op not in REDUCE_OPS:
+        raise DistributedError(f"unknown reduce op {op!r}; expected ReduceOp.SUM, AVG, MAX, "
+                               "MIN or PRODUCT")
+    return op
+
+
+def _same_shapes(name, tensors, shape, dtype):
+    for i, t in enumerate(tensors):
+        _check_tensor(name, t)
+        if tuple(t.shape) != tuple(shape) or t.dtype is not dtype:
+            raise DistributedError(f"{name}: tensor {i} has shape {tuple(t.shape)} and dtype "
+                                   f"{t.dtype.name}; expected {tuple(shape)} {dtype.name}")
+
+
+# Collectives ----------------------------------------------------------------------------
+def barrier(group=None, async_op: bool = False):
+    """Wait until every rank of the group reaches the barrier."""
+    return _run(_group(group).barrier(), [], async_op)
+
+
+def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
+    """Reduce ``tensor`` across the group, in place, on every rank.
+
+    >>> t = ember.ones(3) * (dist.get_rank() + 1)
+    >>> dist.all_reduce(t)            # every rank: 1 + 2 + ... + world size
+    """
+    target = _Target("all_reduce", tensor)
+    work = _group(group).allreduce(target.array, _op_name(op))
+    return _run(work, [target.finish], async_op)
+
+
+def broadcast(tensor, src: int, group=None, async_op: bool = False):
+    """Copy rank ``src``'s ``tensor`` into every rank's ``tensor``."""
+    g = _group(group)
+    target = _Target("broadcast", tensor)
+    return _run(g.broadcast(target.array, _local(g, src, "broadcast")), [target.finish],
+                async_op)
+
+
+def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bool = False):
+    """Every rank's ``input_tensor`` concatenated along dim 0 into ``output_tensor``."""
+    g = _group(group)
+    _check_tensor("all_gather_into_tensor", input_tensor)
+    n = input_tensor.shape[0] if input_tensor.ndim else 1
+    want = ((n * g.size,) + tuple(input_tensor.shape[1:])) if input_tensor.ndim else (g.size,)
+    _same_shapes("all_gather_into_tensor", [output_tensor], want, input_tensor.dtype)
+    target = _Target("all_gather_into_tensor", output_tensor)
+    out = target.array.reshape((g.size,) + tuple(input_tensor.shape))
+    return _run(g.allgather(out, input_tensor._data), [target.finish], async_op)
+
+
+def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
+    """``tensor_list[i]`` gets rank ``i``'s ``tensor``."""
+    g = _group(group)
+    _check_tensor("all_gather", tensor)
+    if len(tensor_list) != g.size:
+        raise DistributedError(f"all_gather: tensor_list has {len(tensor_list)} tensors; "
+                               f"expected one per rank ({g.size})")
+    _same_shapes("all_gather", tensor_list, tensor.shape, tensor.dtype)
+    out = np.empty((g.size,) + tuple(tensor.shape), tensor._data.dtype)
+    targets = [_Target("all_gather", t) for t in tensor_list]
+
+    def unpack():
+        for i, t in enumerate(targets):
+            t.array[...] = out[i]
+            t.finish()
+    return _run(g.allgather(out, tensor._data), [unpack], async_op)
+
+
+def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: bool = False):
+    """Reduce ``input`` across ranks and give rank ``i`` its ``i``-th block along dim 0."""
+    g = _group(group)
+    _check_tensor("reduce_scatter_tensor", input)
+    if input.ndim == 0 or input.shape[0] % g.size:
+        raise DistributedError(f"reduce_scatter_tensor: input of shape {tuple(input.shape)} "
+                               f"does not split into {g.size} equal blocks along dim 0")
+    want = (input.shape[0] // g.size,) + tuple(input.shape[1:])
+    _same_shapes("reduce_scatter_tensor", [output], want, input.dtype)
+    target = _Target("reduce_scatter_tensor", output)
+    return _run(g.reduce_scatter(target.array, np.ascontiguousarray(input._data), _op_name(op)),
+                [target.finish], async_op)
+
+
+def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bool = False):
+    """Reduce ``input_list`` element-wise across ranks; rank ``i`` gets element ``i``."""
+    g = _group(group)
+    _check_tensor("reduce_scatter", output)
+    if len(input_list) != g.size:
+        raise DistributedError(f"reduce_scatter: input_list has {len(input_list)} tensors; "
+                               f"expected one per rank ({g.size})")
+    _same_shapes("reduce_scatter", input_list, output.shape, output.dtype)
+    stacked = np.stack([t._data for t in input_list])
+    target = _Target("reduce_scatter", output)
+    out = target.array.reshape((1,) + tuple(output.shape))
+    return _run(g.reduce_scatter(out, stacked, _op_name(op)), [target.finish], async_op)
+
+
+def reduce(tensor, dst: int, op=ReduceOp.SUM, group=None, async_op: bool = False):
+    """Reduce ``tensor`` across ranks into rank ``dst``'s ``tensor``."""
+    g = _group(group)
+    target = _Target("reduce", tensor)
+    return _run(g.reduce(target.array, _local(g, dst, "reduce"), _op_name(op)),
+                [target.finish], async_op)
+
+
+def gather(tensor, gather_list=None, dst: int = 0, group=None, async_op: bool = False):
+    """Rank ``dst``'s ``gather_list[i]`` gets rank ``i``'s ``tensor``."""
+    g = _group(group)
+    _check_tensor("gather", tensor)
+    root = _local(g, dst, "gather")
+    out, targets = None, []
+    if g.rank == root:
+        if gather_list is None or len(gather_list) != g.size:
+            raise DistributedError(f"gather: rank {dst} needs a gather_list of {g.size} "
+                                   "tensors")
+        _same_shapes("gather", gather_list, tensor.shape, tensor.dtype)
+        out = np.empty((g.size,) + tuple(tensor.shape), tensor._data.dtype)
+        targets = [_Target("gather", t) for t in gather_list]
+
+    def unpack():
+        for i, t in enumerate(targets):
+            t.array[...] = out[i]
+            t.finish()
+    return _run(g.gather(out, tensor._data, root), [unpack], async_op)
+
+
+def scatter(tensor, scatter_list=None, src: int = 0, group=None, async_op: bool = False):
+    """Rank ``i``'s ``tensor`` gets rank ``src``'s ``scatter_list[i]``."""
+    g = _group(group)
+    root = _local(g, src, "scatter")
+    target = _Target("scatter", tensor)
+    stacked = None
+    if g.rank == root:
+        if scatter_list is None or len(scatter_list) != g.size:
+            raise DistributedError(f"scatter: rank {src} needs a scatter_list of {g.size} "
+                                   "tensors")
+        _same_shapes("scatter", scatter_list, tensor.shape, tensor.dtype)
+        stacked = np.stack([t._data for t in scatter_list])
+    out = target.array.reshape((1,) + tuple(tensor.shape))
+    return _run(g.scatter(out, stacked, root), [target.finish], async_op)
+
+
+def all_to_all_single(output, input, group=None, async_op: bool = False):
+    """Block ``j`` of rank ``i``'s ``input`` (dim 0) becomes block ``i`` of rank ``j``'s
+    ``output`` (equal blocks)."""
+    g = _group(group)
+    _check_tensor("all_to_all_single", input)
+    if input.ndim == 0 or input.shape[0] % g.size:
+        raise DistributedError(f"all_to_all_single: input of shape {tuple(input.shape)} "
+                               f"does not split into {g.size} equal blocks along dim 0")
+    _same_shapes("all_to_all_single", [output], input.shape, input.dtype)
+    target = _Target("all_to_all_single", output)
+    return _run(g.alltoall(target.array, np.ascontiguousarray(input._data)), [target.finish],
+                async_op)
+
+
+def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op: bool = False):
+    """``output_tensor_list[i]`` on rank ``j`` gets ``input_tensor_list[j]`` of rank ``i``."""
+    g = _group(group)
+    for name, lst in (("output_tensor_list", output_tensor_list),
+                      ("input_tensor_list", input_tensor_list)):
+        if len(lst) != g.size:
+            raise DistributedError(f"all_to_all: {name} has {len(lst)} tensors; expected one "
+                                   f"per rank ({g.size})")
+    first = input_tensor_list[0]
+    _same_shapes("all_to_all", input_tensor_list, first.shape, first.dtype)
+    _same_shapes("all_to_all", output_tensor_list, first.shape, first.dtype)
+    stacked = np.stack([t._data for t in input_tensor_list])
+    out = np.empty_like(stacked)
+    targets = [_Target("all_to_all", t) for t in output_tensor_list]
+
+    def unpack():
+        for i, t in enumerate(targets):
+            t.array[...] = out[i]
+            t.finish()
+    return _run(g.alltoall(out, stacked), [unpack], async_op)
+
+
+def isend(tensor, dst: int, group=None, tag: int = 0) -> Work:
+    """Send ``tensor`` to rank ``dst`` without waiting; ``wait()`` the returned work."""
+    g = _group(group)
+    _check_tensor("isend", tensor)
+    return _run(g.send(tensor._data, _local(g, dst, "isend"), tag), [], True)
+
+
+def irecv(tensor, src: int, group=None, tag: int = 0) -> Work:
+    """Receive into ``tensor`` from rank ``src`` without waiting."""
+    g = _group(group)
+    target = _Target("irecv", tensor)
+    return _run(g.recv(target.array, _local(g, src, "irecv"), tag), [target.finish], True)
+
+
+def send(tensor, dst: int, group=None, tag: int = 0) -> None:
+    isend(tensor, dst, group, tag).wait()
+
+
+def recv(tensor, src: int, group=None, tag: int = 0) -> int:
+    """Receive into ``tensor`` from rank ``src``; returns ``src``."""
+    irecv(tensor, src, group, tag).wait()
+    return src
