@@ -151,7 +151,11 @@ def _fsync_directory(directory: str) -> None:
         os.close(fd)
 
 
-def _atomic_write(path: str, data: bytes) -> None:
+def atomic_write(path: str, data) -> None:
+    """Write ``data`` (bytes, or a function ``write(file)`` writing a binary file) to
+    ``path`` atomically: into a temporary file in the same directory, flushed, synced and
+    renamed over ``path``, the rename then synced. A reader sees the old file or the
+    whole new one; a crash never leaves a half-written ``path``."""
     path = os.path.realpath(path)  # through a symlink to its target, keeping the link
     directory, base = os.path.split(path)
     if os.path.isdir(path):
@@ -162,7 +166,10 @@ def _atomic_write(path: str, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{base}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as out:
-            _write_all(out, data)
+            if callable(data):
+                data(out)
+            else:
+                _write_all(out, data)
             out.flush()
             os.fsync(out.fileno())
         os.chmod(tmp, mode)
@@ -195,7 +202,7 @@ def save(obj: Any, f: FileLike) -> None:
     """
     data = _serialize(obj)
     if isinstance(f, (str, os.PathLike)):
-        _atomic_write(os.fspath(f), data)
+        atomic_write(os.fspath(f), data)
     elif callable(getattr(f, "write", None)):
         if isinstance(f, io.TextIOBase):
             raise EmberTypeError("save: the file object is in text mode; open it with 'wb'")

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..errors import EmberIndexError
 from ..ops.random import randint
+from ..serialization import atomic_write
 from ..tensor import Tensor
 from ._workers import get_worker_info
 from .dataset import Dataset, IterableDataset
@@ -35,35 +36,6 @@ _FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\.npy$")
 _NUMERIC_KINDS = "biufc"  # bool, ints, unsigned ints, floats, complex: never objects
 _SEED_HIGH = 2 ** 63 - 1
 _OPEN_SHARDS = 32  # memory maps kept open for random access (each holds a descriptor)
-
-
-def _fsync_directory(directory: str) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _atomic_write(path: str, write) -> None:
-    """Write ``path`` through ``write(file)`` into a temporary file that is synced and
-    then renamed over ``path``: a reader sees the old file or the whole new one."""
-    tmp = f"{path}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
-    try:
-        with open(tmp, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
 
 
 class ShardWriter:
@@ -167,7 +139,7 @@ class ShardWriter:
             file_name = f"shard-{self._token}-{number:05d}.{position}.npy"
             stacked = np.stack([sample[name] for sample in self._pending])
             path = os.path.join(self.directory, file_name)
-            _atomic_write(path, lambda f: np.save(f, stacked, allow_pickle=False))
+            atomic_write(path, lambda f: np.save(f, stacked, allow_pickle=False))
             self._written.append(path)
             files[name] = file_name
         self._shards.append({"count": len(self._pending), "files": files})
@@ -187,8 +159,7 @@ class ShardWriter:
         index = {"format": _FORMAT, "version": _VERSION, "kind": self._kind or "dict",
                  "fields": fields, "num_samples": self._count, "shards": self._shards}
         text = json.dumps(index, indent=1).encode()
-        _atomic_write(index_path, lambda f: f.write(text))
-        _fsync_directory(self.directory)
+        atomic_write(index_path, text)
         kept = {os.path.basename(p) for p in self._written}
         for name in previous - kept:  # the replaced dataset's shards
             try:

@@ -30,7 +30,7 @@ import numpy as np
 from ..errors import EmberTypeError
 from ..ops.creation import from_numpy
 from ..ops.random import Generator, default_generator
-from ..serialization import _atomic_write
+from ..serialization import atomic_write
 from ..tensor import Tensor
 from .errors import DataError
 
@@ -176,7 +176,7 @@ class _Tokenizer:
         file)."""
         state = {"format": _FORMAT, "version": _VERSION, "type": type(self).__name__}
         state.update(self._state())
-        _atomic_write(os.fspath(path), json.dumps(state, ensure_ascii=False).encode())
+        atomic_write(os.fspath(path), json.dumps(state, ensure_ascii=False).encode())
 
     @classmethod
     def load(cls, path: str | os.PathLike):
