@@ -45,6 +45,7 @@ from . import func  # noqa: E402  (ember.func uses the names above)
 from . import data, nn, optim, utils  # noqa: E402
 from .compiler import jit  # noqa: E402
 from . import train  # noqa: E402
+from . import models  # noqa: E402
 from . import amp  # noqa: E402
 from .amp import autocast  # noqa: E402
 from .compiler.eager import accelerate as _accelerate  # noqa: E402

@@ -19,47 +19,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import ember  # noqa: E402
 import ember.nn as nn  # noqa: E402
 import ember.nn.functional as F  # noqa: E402
+from ember.models import GPT  # noqa: E402  (DESIGN.md's gpt)
 
 DEFAULT_TEXT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "embers.txt")
-
-
-class Block(nn.Module):
-    """A pre-norm transformer block: causal self-attention, then a GELU MLP."""
-
-    def __init__(self, d_model: int, n_heads: int):
-        super().__init__()
-        self.n_heads = n_heads
-        self.ln1 = nn.LayerNorm(d_model)
-        self.qkv = nn.Linear(d_model, 3 * d_model)
-        self.proj = nn.Linear(d_model, d_model)
-        self.ln2 = nn.LayerNorm(d_model)
-        self.fc1 = nn.Linear(d_model, 4 * d_model)
-        self.fc2 = nn.Linear(4 * d_model, d_model)
-
-    def forward(self, x: ember.Tensor) -> ember.Tensor:
-        batch, length, width = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(width, dim=2)
-        q, k, v = (t.view(batch, length, self.n_heads, width // self.n_heads).transpose(1, 2)
-                   for t in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.proj(y.transpose(1, 2).reshape(batch, length, width))
-        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
-
-
-class GPT(nn.Module):
-    def __init__(self, vocab: int, context: int = 64, d_model: int = 128, n_heads: int = 4,
-                 n_layers: int = 2):
-        super().__init__()
-        self.context = context
-        self.tok = nn.Embedding(vocab, d_model)
-        self.pos = nn.Parameter(ember.randn(context, d_model) * 0.02)
-        self.blocks = nn.Sequential(*[Block(d_model, n_heads) for _ in range(n_layers)])
-        self.ln = nn.LayerNorm(d_model)
-        self.head = nn.Linear(d_model, vocab)
-
-    def forward(self, idx: ember.Tensor) -> ember.Tensor:
-        x = self.tok(idx) + self.pos[: idx.shape[1]]
-        return self.head(self.ln(self.blocks(x)))
 
 
 def batches(data: ember.Tensor, context: int, batch_size: int, generator):
@@ -98,7 +60,7 @@ def main() -> None:
     data = ember.tensor([index[c] for c in text])
     ember.manual_seed(args.seed)
     gen = ember.Generator().manual_seed(args.seed)
-    model = GPT(len(chars))
+    model = GPT(vocab_size=len(chars))
     optimizer = ember.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     scheduler = ember.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=args.lr,
                                                     total_steps=args.steps)
