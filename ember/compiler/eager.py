@@ -57,7 +57,9 @@ class EagerKernel:
             return forward(xp, *arrays, **params)
         size = 0
         for a in arrays:
-            if a.__class__ is not np.ndarray or a.dtype not in _FLOATS and a.dtype.kind == "f":
+            # float32/float64 data; integer and bool inputs (targets, masks) pass
+            if a.__class__ is not np.ndarray or \
+                    (a.dtype not in _FLOATS and a.dtype.kind not in "biu"):
                 return forward(xp, *arrays, **params)
             size = max(size, a.size)
         if size < MIN_ELEMENTS:
