@@ -22,3 +22,15 @@ __all__ = ["ReduceOp", "init_process_group", "is_initialized", "is_available",
            "gather", "scatter", "all_to_all", "all_to_all_single", "send", "recv", "isend",
            "irecv", "group_world", "DistributedError", "ProcessGroup", "Work",
            "get_timeout", "set_timeout"]
+from . import nn  # noqa: E402  (autograd-aware collectives: ember.distributed.nn.functional)
+from .models import GPT, gpt_stages  # noqa: E402
+from .tensor_parallel import (ColumnParallelLinear, ParallelGPT, ParallelMLP,  # noqa: E402
+                              ParallelSelfAttention, RowParallelLinear,
+                              VocabParallelEmbedding, average_gradients, parallel_slices,
+                              parallelize_gpt)
+
+__all__ += ["nn", "GPT", "gpt_stages", "ColumnParallelLinear", "RowParallelLinear",
+            "VocabParallelEmbedding", "ParallelSelfAttention", "ParallelMLP", "ParallelGPT",
+            "parallelize_gpt", "parallel_slices", "average_gradients"]
+from .pipeline import Pipeline, split_stages  # noqa: E402
+__all__ += ["Pipeline", "split_stages"]

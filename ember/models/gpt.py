@@ -1,7 +1,9 @@
 """The reference GPT of DESIGN.md (the gpt workload), as one module the config files,
-the examples and the distributed helpers share: token and learned position embeddings,
-pre-norm transformer blocks (causal self-attention, a GELU MLP), a final LayerNorm and
-a linear head. Its parameter names are those of ``bench/training.py``'s twin.
+the examples and the distributed strategies share: token and learned position
+embeddings, pre-norm transformer blocks (causal self-attention, a GELU MLP), a final
+LayerNorm and a linear head. Its parameter names and shapes are those of
+``bench/training.py``'s PyTorch twin (``tok``, ``pos``, ``blocks.0.qkv.weight``, ...,
+``head.bias``), so a state dict moves between them.
 
 >>> model = ember.models.GPT(vocab_size=256)          # DESIGN.md's sizes by default
 >>> model(ember.randint(0, 256, (2, 16))).shape
@@ -11,53 +13,71 @@ from __future__ import annotations
 
 from .. import nn
 from ..nn import functional as F
+from ..ops.creation import zeros
 from ..ops.random import randn
 from ..tensor import Tensor
 
-__all__ = ["Block", "GPT"]
+__all__ = ["Block", "GPT", "split_heads", "merge_heads"]
+
+
+def split_heads(z: Tensor, heads: int) -> Tensor:
+    """``(b, t, heads * d)`` to ``(b, heads, t, d)``."""
+    b, t, width = z.shape
+    return z.view(b, t, heads, width // heads).transpose(1, 2)
+
+
+def merge_heads(y: Tensor) -> Tensor:
+    """``(b, heads, t, d)`` to ``(b, t, heads * d)``."""
+    b, h, t, d = y.shape
+    return y.transpose(1, 2).reshape(b, t, h * d)
 
 
 class Block(nn.Module):
-    """A pre-norm transformer block: causal self-attention, then an MLP."""
+    """A pre-norm transformer block: causal self-attention, then a GELU MLP
+    (``mlp_ratio`` times wider)."""
 
-    def __init__(self, d_model: int, n_heads: int, mlp_ratio: int) -> None:
+    def __init__(self, d_model: int, n_heads: int, mlp_ratio: int = 4, dtype=None) -> None:
         super().__init__()
-        self.n_heads = n_heads
-        self.ln1 = nn.LayerNorm(d_model)
-        self.qkv = nn.Linear(d_model, 3 * d_model)
-        self.proj = nn.Linear(d_model, d_model)
-        self.ln2 = nn.LayerNorm(d_model)
-        self.fc1 = nn.Linear(d_model, mlp_ratio * d_model)
-        self.fc2 = nn.Linear(mlp_ratio * d_model, d_model)
+        self.d_model, self.n_heads = d_model, n_heads
+        self.ln1 = nn.LayerNorm(d_model, dtype=dtype)
+        self.qkv = nn.Linear(d_model, 3 * d_model, dtype=dtype)
+        self.proj = nn.Linear(d_model, d_model, dtype=dtype)
+        self.ln2 = nn.LayerNorm(d_model, dtype=dtype)
+        self.fc1 = nn.Linear(d_model, mlp_ratio * d_model, dtype=dtype)
+        self.fc2 = nn.Linear(mlp_ratio * d_model, d_model, dtype=dtype)
 
     def forward(self, x: Tensor) -> Tensor:
-        batch, length, width = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(width, dim=2)
-        q, k, v = (t.view(batch, length, self.n_heads, width // self.n_heads).transpose(1, 2)
-                   for t in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.proj(y.transpose(1, 2).reshape(batch, length, width))
+        q, k, v = self.qkv(self.ln1(x)).split(self.d_model, dim=2)
+        y = F.scaled_dot_product_attention(*(split_heads(z, self.n_heads) for z in (q, k, v)),
+                                           is_causal=True)
+        x = x + self.proj(merge_heads(y))
         return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
 
 
 class GPT(nn.Module):
-    """A decoder-only transformer: token and learned position embeddings, ``n_layers``
-    pre-norm blocks, a final LayerNorm and a linear head.
+    """A decoder-only transformer.
+
+    Args:
+        vocab_size, context, d_model, n_heads, n_layers, mlp_ratio: the shape (defaults:
+            DESIGN.md's gpt workload: 256, 64, 128, 4, 2, 4).
+        dtype: the parameters' dtype (default: the default dtype).
 
     Shape: ``(B, T)`` int64 tokens with ``T <= context`` -> ``(B, T, vocab_size)``
-    logits (train it with the config loss ``token_cross_entropy``).
+    logits.
     """
 
     def __init__(self, vocab_size: int = 256, context: int = 64, d_model: int = 128,
-                 n_heads: int = 4, n_layers: int = 2, mlp_ratio: int = 4) -> None:
+                 n_heads: int = 4, n_layers: int = 2, mlp_ratio: int = 4, dtype=None) -> None:
         super().__init__()
-        self.context = context
-        self.tok = nn.Embedding(vocab_size, d_model)
-        self.pos = nn.Parameter(randn(context, d_model) * 0.02)
-        self.blocks = nn.Sequential(*[Block(d_model, n_heads, mlp_ratio)
+        self.vocab_size, self.context, self.d_model = vocab_size, context, d_model
+        self.n_heads, self.n_layers = n_heads, n_layers
+        self.tok = nn.Embedding(vocab_size, d_model, dtype=dtype)
+        self.pos = nn.Parameter(zeros(context, d_model, dtype=dtype)
+                                + 0.02 * randn(context, d_model, dtype=dtype))
+        self.blocks = nn.Sequential(*[Block(d_model, n_heads, mlp_ratio, dtype=dtype)
                                       for _ in range(n_layers)])
-        self.ln = nn.LayerNorm(d_model)
-        self.head = nn.Linear(d_model, vocab_size)
+        self.ln = nn.LayerNorm(d_model, dtype=dtype)
+        self.head = nn.Linear(d_model, vocab_size, dtype=dtype)
 
     def forward(self, idx: Tensor) -> Tensor:
         x = self.tok(idx) + self.pos[: idx.shape[1]]
