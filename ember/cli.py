@@ -3,12 +3,14 @@
     ember train CONFIG.yaml|.toml [--override KEY.PATH=VALUE ...] [--resume latest|PATH]
     ember tune CONFIG [--override ...] [--n-trials N] [--timeout S] [--storage URL]
     ember check CONFIG [--override ...]
+    ember launch -n N [--hosts H1,H2 | --hostfile F] [--timeout S] [--debug] SCRIPT [ARGS]
 
 ``train`` builds the model, data, optimizer, scheduler and Trainer a config file
 describes (see docs/cli.md), fits it and prints the final metrics; ``tune`` runs the
 search of the config's ``tune:`` section and prints the best trial; ``check`` validates
 the config and prints it with every default filled in. A bad config exits with status 2
-and a message naming the key path.
+and a message naming the key path. ``launch`` runs a script on N ranks through mpiexec
+(see :mod:`ember.distributed.launch`) and exits with its status.
 """
 from __future__ import annotations
 
@@ -54,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
                                             "(overrides tune.storage)")
     tune_cmd.add_argument("--study-name", help="overrides tune.study_name")
     add("check", "validate the config and print it with its defaults filled in")
+    # listed here; main() hands its arguments to ember.distributed.launch untouched
+    commands.add_parser("launch", help="run a script on N ranks through mpiexec "
+                                       "(ember launch -h for its options)")
     return parser
 
 
@@ -137,6 +142,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     >>> ember.cli.main(["train", "examples/digits_mlp.yaml", "-o", "trainer.max_epochs=2"])
     """
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["launch"]:
+        from .distributed import launch
+        return launch.main(argv[1:], prog="ember launch")
     parser = build_parser()
     args = parser.parse_args(argv)
     run = {"train": _train, "tune": _tune, "check": _check}[args.command]

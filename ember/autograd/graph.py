@@ -221,7 +221,11 @@ def _topological_order(roots):
         seen.add(id(item))
         stack.append((item, True))
         if isinstance(item, Node):
-            for e in item.edges:
+            # The first input (the activations, by convention) is explored first, so
+            # in the reversed order a layer's weights come right after its node rather
+            # than after the whole graph: gradients become ready from the last layer
+            # back, which is what lets data parallel start reducing them early.
+            for e in reversed(item.edges):
                 if e is not None and id(e[0]) not in seen:
                     stack.append((e[0], False))
     order.reverse()
@@ -238,14 +242,44 @@ def _accumulate(buffers, key, index, grad):
         slot[index] = grad
 
 
+# Callbacks queued by hooks of each running backward pass (innermost last).
+_final_callbacks: list = []
+
+
+def queue_callback(fn) -> None:
+    """Call ``fn()`` once the running backward pass has finished (every gradient
+    computed and accumulated), as PyTorch's ``Variable._execution_engine.queue_callback``.
+    Only from inside a backward pass, e.g. from a tensor hook: data parallel queues the
+    wait for its gradient all-reduces this way. Callbacks run in the order queued, and
+    not at all when the backward pass raises."""
+    if not _final_callbacks:
+        raise EmberError("queue_callback: final callbacks can only be queued during a "
+                         "backward pass (from a hook); no backward pass is running")
+    _final_callbacks[-1].append(fn)
+
+
 def run_backward(roots, grad_roots, retain_graph: bool, create_graph: bool,
                  inputs=None, allow_unused: bool = False):
     """Propagate ``grad_roots`` from ``roots`` back through the graph.
 
     With ``inputs`` given, returns their gradients (``autograd.grad``) and runs only the
     part of the graph that leads to them; otherwise gradients accumulate into the
-    ``.grad`` of the leaves (``backward``).
+    ``.grad`` of the leaves (``backward``). Then the callbacks queued by
+    :func:`queue_callback` during the pass run.
     """
+    queued: list = []
+    _final_callbacks.append(queued)
+    try:
+        result = _propagate(roots, grad_roots, retain_graph, create_graph, inputs,
+                            allow_unused)
+        while queued:  # a callback may queue another
+            queued.pop(0)()
+    finally:
+        _final_callbacks.pop()
+    return result
+
+
+def _propagate(roots, grad_roots, retain_graph, create_graph, inputs, allow_unused):
     buffers: dict = {}
     targets = []
     for i, (t, g) in enumerate(zip(roots, grad_roots)):

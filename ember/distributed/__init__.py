@@ -12,6 +12,7 @@ from .collectives import (ReduceOp, all_gather, all_gather_into_tensor, all_redu
                           get_world_size, group_world, init_process_group, irecv,
                           is_available, is_initialized, isend, new_group, recv, reduce,
                           reduce_scatter, reduce_scatter_tensor, scatter, send)
+from .debug import is_debug, set_debug
 from .process_group import (DistributedError, ProcessGroup, Work, get_timeout,
                             set_timeout)
 
@@ -21,7 +22,7 @@ __all__ = ["ReduceOp", "init_process_group", "is_initialized", "is_available",
            "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor", "reduce",
            "gather", "scatter", "all_to_all", "all_to_all_single", "send", "recv", "isend",
            "irecv", "group_world", "DistributedError", "ProcessGroup", "Work",
-           "get_timeout", "set_timeout"]
+           "get_timeout", "set_timeout", "is_debug", "set_debug"]
 from . import nn  # noqa: E402  (autograd-aware collectives: ember.distributed.nn.functional)
 from .models import GPT, gpt_stages  # noqa: E402
 from .tensor_parallel import (ColumnParallelLinear, ParallelGPT, ParallelMLP,  # noqa: E402
@@ -32,5 +33,11 @@ from .tensor_parallel import (ColumnParallelLinear, ParallelGPT, ParallelMLP,  #
 __all__ += ["nn", "GPT", "gpt_stages", "ColumnParallelLinear", "RowParallelLinear",
             "VocabParallelEmbedding", "ParallelSelfAttention", "ParallelMLP", "ParallelGPT",
             "parallelize_gpt", "parallel_slices", "average_gradients"]
+from .ddp import DistributedDataParallel  # noqa: E402
+from .sampler import DistributedSampler  # noqa: E402
+__all__ += ["DistributedDataParallel", "DistributedSampler"]
 from .pipeline import Pipeline, split_stages  # noqa: E402
 __all__ += ["Pipeline", "split_stages"]
+from .zero import ZeroRedundancyOptimizer  # noqa: E402
+__all__ += ["ZeroRedundancyOptimizer"]
+from . import checkpoint  # noqa: E402

@@ -12,6 +12,7 @@ import os
 import numpy as np
 
 from ..tensor import Tensor
+from .debug import check_call, set_debug
 from .process_group import (REDUCE_OPS, DistributedError, MPIProcessGroup, ProcessGroup,
                             SingleProcessGroup, Work, set_timeout)
 
@@ -45,10 +46,20 @@ def is_available() -> bool:
 
 def init_process_group(backend: str = "mpi", *, timeout: float | None = None,
                        world_size: int | None = None, rank: int | None = None,
-                       init_method: str | None = None) -> ProcessGroup:
+                       init_method: str | None = None,
+                       debug: bool | None = None) -> ProcessGroup:
     """Join the job's world. With ``backend="mpi"`` rank and size come from MPI; run
     without ``mpiexec`` it is a world of one process where every collective is the
-    identity. ``timeout`` (seconds) bounds every collective's wait.
+    identity.
+
+    Args:
+        backend: ``"mpi"`` (or ``"single"``, a world of one process).
+        timeout: seconds (or a ``timedelta``) a collective may wait for the other ranks
+            before it raises; default ``EMBER_DIST_TIMEOUT`` or 300.
+        world_size, rank: checked against what the launcher set, when given.
+        init_method: accepted for PyTorch compatibility; MPI needs none.
+        debug: before every collective, check that all ranks call the same one with
+            the same shapes, dtypes and arguments (default ``EMBER_DIST_DEBUG=1``).
 
     >>> dist.init_process_group("mpi")
     >>> dist.get_rank(), dist.get_world_size()
@@ -57,6 +68,8 @@ def init_process_group(backend: str = "mpi", *, timeout: float | None = None,
     if _world[0] is not None:
         raise DistributedError("init_process_group: the default process group is already "
                                "initialized (call destroy_process_group() first)")
+    if debug is not None:
+        set_debug(debug)
     if timeout is not None:
         set_timeout(timeout.total_seconds() if hasattr(timeout, "total_seconds") else timeout)
     if backend not in ("mpi", "single"):
@@ -136,17 +149,22 @@ def new_group(ranks=None) -> ProcessGroup | None:
 
 
 # Tensors <-> arrays ---------------------------------------------------------------------
-def _check_tensor(name, t):
+def _check_tensor(name, t, what="tensor"):
     if not isinstance(t, Tensor):
-        raise DistributedError(f"{name}: expected an ember Tensor, got {type(t).__name__}")
+        raise DistributedError(f"{name}: expected {what} to be an ember Tensor, got "
+                               f"{type(t).__name__}")
+
+
+def _shape(t) -> str:
+    return str(tuple(t.shape))
 
 
 class _Target:
     """A tensor's array to write into (a contiguous copy when it is not contiguous),
     written back and versioned when the collective completes."""
 
-    def __init__(self, name, tensor):
-        _check_tensor(name, tensor)
+    def __init__(self, name, tensor, what="tensor"):
+        _check_tensor(name, tensor, what)
         self.tensor = tensor
         data = tensor._data
         self.array = data if data.flags.c_contiguous and data.flags.writeable else \
@@ -159,12 +177,13 @@ class _Target:
         self.tensor._version[0] += 1
 
 
-def _local(group: ProcessGroup, rank: int, what: str) -> int:
+def _local(group: ProcessGroup, rank, what: str) -> int:
     """The group rank of global rank ``rank``."""
-    if rank not in group.ranks:
-        raise DistributedError(f"{what}: rank {rank} is not in the group of ranks "
-                               f"{group.ranks}")
-    return group.ranks.index(rank)
+    if isinstance(rank, Tensor) or not isinstance(rank, (int, np.integer)) or \
+            rank not in group.ranks:
+        raise DistributedError(f"{what}: rank {rank!r} is not in the group of ranks "
+                               f"{list(group.ranks)}")
+    return group.ranks.index(int(rank))
 
 
 def _run(work: Work, finishers, async_op: bool):
@@ -185,201 +204,246 @@ def _run(work: Work, finishers, async_op: bool):
     return None
 
 
-def _op_name(op) -> str:
+def _op_name(name: str, op, tensor) -> str:
+    """The reduce op as a string; AVG needs a floating-point tensor (an integer or
+    bool average cannot be stored in place)."""
     op = getattr(op, "value", op)
     if op not in REDUCE_OPS:
-        raise DistributedError(f"unknown reduce op {op!r}; expected ReduceOp.SUM, AVG, MAX, "
-                               "MIN or PRODUCT")
+        raise DistributedError(f"{name}: unknown reduce op {op!r}; expected ReduceOp.SUM, "
+                               "AVG, MAX, MIN or PRODUCT")
+    if op == "avg" and not tensor.dtype.is_floating_point:
+        raise DistributedError(f"{name}: ReduceOp.AVG needs a floating-point tensor, got "
+                               f"dtype {tensor.dtype.name}; reduce with SUM and divide")
     return op
 
 
-def _same_shapes(name, tensors, shape, dtype):
+def _same_shapes(name, what, tensors, shape, dtype, listed=True):
     for i, t in enumerate(tensors):
-        _check_tensor(name, t)
+        label = f"{what}[{i}]" if listed else what
+        _check_tensor(name, t, label)
         if tuple(t.shape) != tuple(shape) or t.dtype is not dtype:
-            raise DistributedError(f"{name}: tensor {i} has shape {tuple(t.shape)} and dtype "
-                                   f"{t.dtype.name}; expected {tuple(shape)} {dtype.name}")
+            raise DistributedError(f"{name}: {label} has shape {tuple(t.shape)} and "
+                                   f"dtype {t.dtype.name}; expected {tuple(shape)} "
+                                   f"{dtype.name}")
+
+
+def _one_per_rank(name, what, tensors, g):
+    if tensors is None or len(tensors) != g.size:
+        have = "none" if tensors is None else len(tensors)
+        raise DistributedError(f"{name}: {what} has {have} tensors; expected one per rank of "
+                               f"the group ({g.size})")
+
+
+def _split_dim0(name, t, g):
+    if t.ndim == 0 or t.shape[0] % g.size:
+        raise DistributedError(f"{name}: input of shape {tuple(t.shape)} does not split into "
+                               f"{g.size} equal blocks along dim 0 (one per rank)")
+
+
+def _unpacker(out, targets):
+    def unpack():
+        for i, t in enumerate(targets):
+            t.array[...] = out[i]
+            t.finish()
+    return unpack
 
 
 # Collectives ----------------------------------------------------------------------------
 def barrier(group=None, async_op: bool = False):
     """Wait until every rank of the group reaches the barrier."""
-    return _run(_group(group).barrier(), [], async_op)
+    g = _group(group)
+    check_call(g, "barrier")
+    return _run(g.barrier(), [], async_op)
 
 
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
     """Reduce ``tensor`` across the group, in place, on every rank.
 
+    Args:
+        tensor: the same shape and dtype on every rank; holds the result afterwards.
+        op: ``ReduceOp.SUM`` (bool: logical or), ``AVG`` (floating point only),
+            ``MAX``, ``MIN``, ``PRODUCT`` (bool: logical and).
+        group: the process group (the world by default).
+        async_op: return a :class:`Work` to ``wait()`` on instead of blocking.
+
     >>> t = ember.ones(3) * (dist.get_rank() + 1)
     >>> dist.all_reduce(t)            # every rank: 1 + 2 + ... + world size
     """
+    g = _group(group)
     target = _Target("all_reduce", tensor)
-    work = _group(group).allreduce(target.array, _op_name(op))
-    return _run(work, [target.finish], async_op)
+    op = _op_name("all_reduce", op, tensor)
+    check_call(g, "all_reduce", shape=_shape(tensor), dtype=tensor.dtype.name, op=op)
+    return _run(g.allreduce(target.array, op), [target.finish], async_op)
 
 
 def broadcast(tensor, src: int, group=None, async_op: bool = False):
-    """Copy rank ``src``'s ``tensor`` into every rank's ``tensor``."""
+    """Copy rank ``src``'s ``tensor`` into every rank's ``tensor`` (same shape and
+    dtype on every rank)."""
     g = _group(group)
     target = _Target("broadcast", tensor)
-    return _run(g.broadcast(target.array, _local(g, src, "broadcast")), [target.finish],
-                async_op)
+    root = _local(g, src, "broadcast")
+    check_call(g, "broadcast", shape=_shape(tensor), dtype=tensor.dtype.name, src=src)
+    return _run(g.broadcast(target.array, root), [target.finish], async_op)
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bool = False):
-    """Every rank's ``input_tensor`` concatenated along dim 0 into ``output_tensor``."""
+    """Every rank's ``input_tensor`` in one ``output_tensor``: concatenated along dim 0
+    (``(world * n, ...)`` for an input of ``(n, ...)``; ``(world,)`` for a 0-d input)
+    or stacked (``(world, n, ...)``), as PyTorch accepts both."""
+    name = "all_gather_into_tensor"
     g = _group(group)
-    _check_tensor("all_gather_into_tensor", input_tensor)
-    n = input_tensor.shape[0] if input_tensor.ndim else 1
-    want = ((n * g.size,) + tuple(input_tensor.shape[1:])) if input_tensor.ndim else (g.size,)
-    _same_shapes("all_gather_into_tensor", [output_tensor], want, input_tensor.dtype)
-    target = _Target("all_gather_into_tensor", output_tensor)
-    out = target.array.reshape((g.size,) + tuple(input_tensor.shape))
+    _check_tensor(name, input_tensor, "input_tensor")
+    _check_tensor(name, output_tensor, "output_tensor")
+    shape = tuple(input_tensor.shape)
+    stacked = (g.size,) + shape
+    concatenated = (shape[0] * g.size,) + shape[1:] if shape else (g.size,)
+    if tuple(output_tensor.shape) not in (stacked, concatenated) or \
+            output_tensor.dtype is not input_tensor.dtype:
+        raise DistributedError(f"{name}: output_tensor has shape {tuple(output_tensor.shape)}"
+                               f" and dtype {output_tensor.dtype.name}; expected "
+                               f"{concatenated} (concatenated) or {stacked} (stacked), "
+                               f"{input_tensor.dtype.name}")
+    target = _Target(name, output_tensor)
+    out = target.array.reshape(stacked)
+    check_call(g, name, shape=_shape(input_tensor), dtype=input_tensor.dtype.name)
     return _run(g.allgather(out, input_tensor._data), [target.finish], async_op)
 
 
 def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
-    """``tensor_list[i]`` gets rank ``i``'s ``tensor``."""
+    """``tensor_list[i]`` gets rank ``i``'s ``tensor`` (``i`` a rank of the group)."""
     g = _group(group)
     _check_tensor("all_gather", tensor)
-    if len(tensor_list) != g.size:
-        raise DistributedError(f"all_gather: tensor_list has {len(tensor_list)} tensors; "
-                               f"expected one per rank ({g.size})")
-    _same_shapes("all_gather", tensor_list, tensor.shape, tensor.dtype)
+    _one_per_rank("all_gather", "tensor_list", tensor_list, g)
+    _same_shapes("all_gather", "tensor_list", tensor_list, tensor.shape, tensor.dtype)
     out = np.empty((g.size,) + tuple(tensor.shape), tensor._data.dtype)
     targets = [_Target("all_gather", t) for t in tensor_list]
-
-    def unpack():
-        for i, t in enumerate(targets):
-            t.array[...] = out[i]
-            t.finish()
-    return _run(g.allgather(out, tensor._data), [unpack], async_op)
+    check_call(g, "all_gather", shape=_shape(tensor), dtype=tensor.dtype.name)
+    return _run(g.allgather(out, tensor._data), [_unpacker(out, targets)], async_op)
 
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: bool = False):
     """Reduce ``input`` across ranks and give rank ``i`` its ``i``-th block along dim 0."""
+    name = "reduce_scatter_tensor"
     g = _group(group)
-    _check_tensor("reduce_scatter_tensor", input)
-    if input.ndim == 0 or input.shape[0] % g.size:
-        raise DistributedError(f"reduce_scatter_tensor: input of shape {tuple(input.shape)} "
-                               f"does not split into {g.size} equal blocks along dim 0")
+    _check_tensor(name, input, "input")
+    _split_dim0(name, input, g)
     want = (input.shape[0] // g.size,) + tuple(input.shape[1:])
-    _same_shapes("reduce_scatter_tensor", [output], want, input.dtype)
-    target = _Target("reduce_scatter_tensor", output)
-    return _run(g.reduce_scatter(target.array, np.ascontiguousarray(input._data), _op_name(op)),
+    _same_shapes(name, "output", [output], want, input.dtype, listed=False)
+    op = _op_name(name, op, input)
+    target = _Target(name, output)
+    check_call(g, name, shape=_shape(input), dtype=input.dtype.name, op=op)
+    return _run(g.reduce_scatter(target.array, np.ascontiguousarray(input._data), op),
                 [target.finish], async_op)
 
 
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bool = False):
     """Reduce ``input_list`` element-wise across ranks; rank ``i`` gets element ``i``."""
     g = _group(group)
-    _check_tensor("reduce_scatter", output)
-    if len(input_list) != g.size:
-        raise DistributedError(f"reduce_scatter: input_list has {len(input_list)} tensors; "
-                               f"expected one per rank ({g.size})")
-    _same_shapes("reduce_scatter", input_list, output.shape, output.dtype)
+    _check_tensor("reduce_scatter", output, "output")
+    _one_per_rank("reduce_scatter", "input_list", input_list, g)
+    _same_shapes("reduce_scatter", "input_list", input_list, output.shape, output.dtype)
+    op = _op_name("reduce_scatter", op, output)
     stacked = np.stack([t._data for t in input_list])
     target = _Target("reduce_scatter", output)
     out = target.array.reshape((1,) + tuple(output.shape))
-    return _run(g.reduce_scatter(out, stacked, _op_name(op)), [target.finish], async_op)
+    check_call(g, "reduce_scatter", shape=_shape(output), dtype=output.dtype.name, op=op)
+    return _run(g.reduce_scatter(out, stacked, op), [target.finish], async_op)
 
 
 def reduce(tensor, dst: int, op=ReduceOp.SUM, group=None, async_op: bool = False):
-    """Reduce ``tensor`` across ranks into rank ``dst``'s ``tensor``."""
+    """Reduce ``tensor`` across ranks into rank ``dst``'s ``tensor`` (the others' are
+    left as they were)."""
     g = _group(group)
     target = _Target("reduce", tensor)
-    return _run(g.reduce(target.array, _local(g, dst, "reduce"), _op_name(op)),
-                [target.finish], async_op)
+    root = _local(g, dst, "reduce")
+    op = _op_name("reduce", op, tensor)
+    check_call(g, "reduce", shape=_shape(tensor), dtype=tensor.dtype.name, dst=dst, op=op)
+    finishers = [target.finish] if g.rank == root else []
+    return _run(g.reduce(target.array, root, op), finishers, async_op)
 
 
 def gather(tensor, gather_list=None, dst: int = 0, group=None, async_op: bool = False):
-    """Rank ``dst``'s ``gather_list[i]`` gets rank ``i``'s ``tensor``."""
+    """Rank ``dst``'s ``gather_list[i]`` gets rank ``i``'s ``tensor``; the other ranks
+    pass no list."""
     g = _group(group)
     _check_tensor("gather", tensor)
     root = _local(g, dst, "gather")
     out, targets = None, []
     if g.rank == root:
-        if gather_list is None or len(gather_list) != g.size:
-            raise DistributedError(f"gather: rank {dst} needs a gather_list of {g.size} "
-                                   "tensors")
-        _same_shapes("gather", gather_list, tensor.shape, tensor.dtype)
+        _one_per_rank("gather", f"gather_list on rank {dst}", gather_list, g)
+        _same_shapes("gather", "gather_list", gather_list, tensor.shape, tensor.dtype)
         out = np.empty((g.size,) + tuple(tensor.shape), tensor._data.dtype)
         targets = [_Target("gather", t) for t in gather_list]
-
-    def unpack():
-        for i, t in enumerate(targets):
-            t.array[...] = out[i]
-            t.finish()
-    return _run(g.gather(out, tensor._data, root), [unpack], async_op)
+    check_call(g, "gather", shape=_shape(tensor), dtype=tensor.dtype.name, dst=dst)
+    return _run(g.gather(out, tensor._data, root), [_unpacker(out, targets)], async_op)
 
 
 def scatter(tensor, scatter_list=None, src: int = 0, group=None, async_op: bool = False):
-    """Rank ``i``'s ``tensor`` gets rank ``src``'s ``scatter_list[i]``."""
+    """Rank ``i``'s ``tensor`` gets rank ``src``'s ``scatter_list[i]``; the other ranks
+    pass no list."""
     g = _group(group)
     root = _local(g, src, "scatter")
     target = _Target("scatter", tensor)
     stacked = None
     if g.rank == root:
-        if scatter_list is None or len(scatter_list) != g.size:
-            raise DistributedError(f"scatter: rank {src} needs a scatter_list of {g.size} "
-                                   "tensors")
-        _same_shapes("scatter", scatter_list, tensor.shape, tensor.dtype)
+        _one_per_rank("scatter", f"scatter_list on rank {src}", scatter_list, g)
+        _same_shapes("scatter", "scatter_list", scatter_list, tensor.shape, tensor.dtype)
         stacked = np.stack([t._data for t in scatter_list])
     out = target.array.reshape((1,) + tuple(tensor.shape))
+    check_call(g, "scatter", shape=_shape(tensor), dtype=tensor.dtype.name, src=src)
     return _run(g.scatter(out, stacked, root), [target.finish], async_op)
 
 
 def all_to_all_single(output, input, group=None, async_op: bool = False):
     """Block ``j`` of rank ``i``'s ``input`` (dim 0) becomes block ``i`` of rank ``j``'s
-    ``output`` (equal blocks)."""
+    ``output`` (equal blocks; uneven split sizes are not supported)."""
+    name = "all_to_all_single"
     g = _group(group)
-    _check_tensor("all_to_all_single", input)
-    if input.ndim == 0 or input.shape[0] % g.size:
-        raise DistributedError(f"all_to_all_single: input of shape {tuple(input.shape)} "
-                               f"does not split into {g.size} equal blocks along dim 0")
-    _same_shapes("all_to_all_single", [output], input.shape, input.dtype)
-    target = _Target("all_to_all_single", output)
+    _check_tensor(name, input, "input")
+    _split_dim0(name, input, g)
+    _same_shapes(name, "output", [output], input.shape, input.dtype, listed=False)
+    target = _Target(name, output)
+    check_call(g, name, shape=_shape(input), dtype=input.dtype.name)
     return _run(g.alltoall(target.array, np.ascontiguousarray(input._data)), [target.finish],
                 async_op)
 
 
 def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op: bool = False):
-    """``output_tensor_list[i]`` on rank ``j`` gets ``input_tensor_list[j]`` of rank ``i``."""
+    """``output_tensor_list[i]`` on rank ``j`` gets ``input_tensor_list[j]`` of rank ``i``
+    (all tensors of one shape and dtype)."""
     g = _group(group)
-    for name, lst in (("output_tensor_list", output_tensor_list),
-                      ("input_tensor_list", input_tensor_list)):
-        if len(lst) != g.size:
-            raise DistributedError(f"all_to_all: {name} has {len(lst)} tensors; expected one "
-                                   f"per rank ({g.size})")
+    _one_per_rank("all_to_all", "output_tensor_list", output_tensor_list, g)
+    _one_per_rank("all_to_all", "input_tensor_list", input_tensor_list, g)
     first = input_tensor_list[0]
-    _same_shapes("all_to_all", input_tensor_list, first.shape, first.dtype)
-    _same_shapes("all_to_all", output_tensor_list, first.shape, first.dtype)
+    _check_tensor("all_to_all", first, "input_tensor_list[0]")
+    _same_shapes("all_to_all", "input_tensor_list", input_tensor_list, first.shape, first.dtype)
+    _same_shapes("all_to_all", "output_tensor_list", output_tensor_list, first.shape,
+                 first.dtype)
     stacked = np.stack([t._data for t in input_tensor_list])
     out = np.empty_like(stacked)
     targets = [_Target("all_to_all", t) for t in output_tensor_list]
-
-    def unpack():
-        for i, t in enumerate(targets):
-            t.array[...] = out[i]
-            t.finish()
-    return _run(g.alltoall(out, stacked), [unpack], async_op)
+    check_call(g, "all_to_all", shape=_shape(first), dtype=first.dtype.name)
+    return _run(g.alltoall(out, stacked), [_unpacker(out, targets)], async_op)
 
 
 def isend(tensor, dst: int, group=None, tag: int = 0) -> Work:
-    """Send ``tensor`` to rank ``dst`` without waiting; ``wait()`` the returned work."""
+    """Send ``tensor`` to rank ``dst`` without waiting; ``wait()`` the returned work
+    before changing ``tensor``."""
     g = _group(group)
     _check_tensor("isend", tensor)
     return _run(g.send(tensor._data, _local(g, dst, "isend"), tag), [], True)
 
 
 def irecv(tensor, src: int, group=None, tag: int = 0) -> Work:
-    """Receive into ``tensor`` from rank ``src`` without waiting."""
+    """Receive into ``tensor`` from rank ``src`` without waiting (``src=None``, any
+    source, is not supported: name the sender)."""
     g = _group(group)
     target = _Target("irecv", tensor)
     return _run(g.recv(target.array, _local(g, src, "irecv"), tag), [target.finish], True)
 
 
 def send(tensor, dst: int, group=None, tag: int = 0) -> None:
+    """Send ``tensor`` to rank ``dst``; returns when it may be changed again."""
     isend(tensor, dst, group, tag).wait()
 
 

@@ -93,6 +93,9 @@ class Trainer:
         seed: seed ember's default generator, Python's ``random`` and NumPy's global
             generator now.
         hparams: hyperparameters to record in the loggers (with the Trainer's own).
+        strategy: ``"ddp"``, ``"zero1"`` or ``"zero2"`` to train data parallel under
+            ``mpiexec`` (see :mod:`ember.distributed.strategy`; the train loader needs
+            a ``DistributedSampler``); only rank 0 logs and checkpoints.
 
     Attributes:
         global_step: optimizer steps done.
@@ -121,7 +124,8 @@ class Trainer:
                  log_every_n_steps: int = 50, grad_scaler=None, autocast_dtype=None,
                  compile: bool = False, checkpoint_dir: str | os.PathLike | None = None,
                  resume_from: str | os.PathLike | None = None, progress_bar: bool = True,
-                 seed: int | None = None, hparams: dict[str, Any] | None = None) -> None:
+                 seed: int | None = None, hparams: dict[str, Any] | None = None,
+                 strategy: str | None = None) -> None:
         if not isinstance(model, Module):
             raise TrainerError(f"Trainer: model must be an ember.nn.Module, got "
                                f"{type(model).__name__}")
@@ -209,6 +213,11 @@ class Trainer:
         self._resume: dict | None = None
         self._compiled: dict[str, Any] = {}
         self._interrupts: DeferredInterrupt | None = None
+        self.strategy = None
+        if strategy is not None:
+            from ..distributed.strategy import Strategy
+            self.strategy = Strategy(strategy)
+            self.strategy.setup(self)
 
     # Public API ------------------------------------------------------------------------
     def fit(self, train_loader: Iterable | None = None,
@@ -446,7 +455,8 @@ class Trainer:
                 samples += batch_size(batch)
                 last = micro == accum - 1 or (n_batches is not None
                                               and self.batch_in_epoch >= n_batches)
-                losses.append(self._micro_step(batch, micro == 0))
+                with self.strategy.micro_step(last) if self.strategy else nullcontext():
+                    losses.append(self._micro_step(batch, micro == 0))
                 if last:
                     break
                 micro += 1

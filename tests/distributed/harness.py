@@ -73,3 +73,23 @@ def check(result: subprocess.CompletedProcess) -> str:
     assert result.returncode == 0, (f"exit {result.returncode}\n--- stdout\n{result.stdout}"
                                     f"\n--- stderr\n{result.stderr}")
     return result.stdout
+
+
+def script_of(result: subprocess.CompletedProcess) -> str:
+    """The path of the script ``run_mpi`` ran (unique to that run)."""
+    return next(a for a in result.args if str(a).endswith(".py"))
+
+
+def leftover_processes(result: subprocess.CompletedProcess, grace: float = 2.0) -> list:
+    """``ps`` lines of processes still running ``result``'s script after ``grace``
+    seconds (a finished job must leave none)."""
+    import time
+    script = script_of(result)
+    deadline = time.monotonic() + grace
+    while True:
+        table = subprocess.run(["ps", "-eww", "-o", "pid,args"], capture_output=True,
+                               text=True).stdout
+        alive = [line.strip() for line in table.splitlines() if script in line]
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.1)
