@@ -46,7 +46,9 @@ from . import data, nn, optim, utils  # noqa: E402
 from .compiler import jit  # noqa: E402
 from . import train  # noqa: E402
 from . import models  # noqa: E402
+from . import peft, prune  # noqa: E402
 from . import amp  # noqa: E402
+from . import onnx  # noqa: E402  (the onnx package itself is imported when an export runs)
 from . import onnx  # noqa: E402  (the onnx package itself is imported when an export runs)
 from .amp import autocast  # noqa: E402
 from .compiler.eager import accelerate as _accelerate  # noqa: E402
