@@ -4,11 +4,11 @@ Softmax, layer norm, GELU, cross-entropy and their backwards are single registry
 with NumPy forwards; each NumPy step reads and writes the whole tensor, so on large
 inputs they cost several times what one loop over the data would. ``ember.jit`` already
 turns such an op into one generated C loop nest (its ``decompose`` rule, then the
-fusion pass). Here eager mode takes the same road, per call site shape: once an op has
-been called twice with the same shapes, dtypes and arguments, a one-instruction graph
-of it is lowered with the compiler's passes, its kernels compiled (through the on-disk
-kernel cache, so each distinct kernel is compiled once per machine) and every later call
-with those shapes runs them.
+fusion pass). Here eager mode takes the same road, per shape: the first time an op is
+called with given shapes, dtypes and arguments, a one-instruction graph of it is lowered
+with the compiler's passes and its kernels compiled (through the on-disk kernel cache,
+so each distinct kernel is compiled once per machine); every call with those shapes runs
+them, so the values never depend on how often an op was called before.
 
 Only where it pays and is safe: float32/float64 inputs of at least
 :data:`MIN_ELEMENTS` elements, the C backend available, not in a forked child (OpenMP
@@ -32,8 +32,6 @@ from .ir import Graph, Input, Instr, Value
 
 # Smaller inputs run the op's NumPy forward (a kernel call saves little there).
 MIN_ELEMENTS = 4096
-# Calls with the same shapes before the kernel is built (a shape seen once never is).
-CALLS_BEFORE_BUILD = 2
 # Shapes remembered per op (least recently used dropped first).
 MAX_ENTRIES = 64
 
@@ -43,8 +41,8 @@ _pid = os.getpid()
 
 
 class EagerKernel:
-    """``forward(xp, *arrays, **params)`` for ``op`` that runs compiled kernels for the
-    shapes it has seen often enough, and ``op.forward`` otherwise."""
+    """``forward(xp, *arrays, **params)`` for ``op`` that runs compiled kernels where it
+    can, and ``op.forward`` otherwise."""
     __slots__ = ("op", "entries")
 
     def __init__(self, op):
@@ -70,14 +68,10 @@ class EagerKernel:
             entry = self.entries.get(key)
         except TypeError:  # an unhashable argument
             return forward(xp, *arrays, **params)
-        if entry.__class__ is int or entry is None:
-            calls = (entry or 0) + 1
-            entry = self._build(arrays, params) if calls >= CALLS_BEFORE_BUILD else calls
-            self.entries[key] = entry
+        if entry is None:  # built at the first call: every call then runs the same code
+            entry = self.entries[key] = self._build(arrays, params)
             if len(self.entries) > MAX_ENTRIES:
                 self.entries.popitem(last=False)
-            if entry.__class__ is int:
-                return forward(xp, *arrays, **params)
         else:
             self.entries.move_to_end(key)
         if entry is _DECLINED:
@@ -130,4 +124,4 @@ def accelerate(ops=None) -> None:
             op.fast = EagerKernel(op)
 
 
-__all__ = ["EagerKernel", "accelerate", "MIN_ELEMENTS", "CALLS_BEFORE_BUILD"]
+__all__ = ["EagerKernel", "accelerate", "MIN_ELEMENTS"]

@@ -55,7 +55,7 @@ def backend_name() -> str:
 def prepare_kernels(ops, compile_now: bool = False) -> None:
     """Lower every fused kernel among ``ops`` not yet bound, all at once (so the C
     compiler runs once per missing kernel, several in parallel); with ``compile_now``
-    the code is built before this returns rather than at the kernels' second call."""
+    the code is built before this returns rather than at the first kernel's call."""
     from ..fused import FusedKernel
     kernels = [op for op in ops if isinstance(op, FusedKernel) and op.backend is None]
     if not kernels:

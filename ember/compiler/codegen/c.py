@@ -30,9 +30,6 @@ from ...errors import EmberError
 from ..fused import INNER, ROW, UNIFORM, FusedKernel, numel
 from . import build, scalar
 
-# A kernel the cache does not hold is compiled when it is called for this many times.
-COMPILE_AFTER_CALLS = 2
-
 # Below this many elements a kernel runs on one core (starting threads costs more).
 PARALLEL_MIN_ELEMENTS = 32768
 
@@ -55,9 +52,9 @@ class CRenderer:
 
     def prepare(self, kernels, compile_now: bool = False) -> None:
         """Bind each kernel to its compiled function when the cache has it; the others
-        run with NumPy until one of them is called for the
-        :data:`COMPILE_AFTER_CALLS`-th time, then all of them are compiled together
-        (with ``compile_now``: compiled here)."""
+        are compiled together when the first of them is called (with ``compile_now``:
+        here). A kernel never runs any other code first, so its values are the same at
+        every call."""
         offset = build.array_data_offset()
         sources = [(k.name, render(k, offset)) for k in kernels]
         pending = []
@@ -401,9 +398,9 @@ class _Writer:
 
 # Calling the compiled function -------------------------------------------------------
 class _PendingBatch:
-    """Kernels prepared together whose code is not compiled yet: they run with NumPy
-    until one is called often enough to be worth compiling (a function traced and run
-    once, as in a test, never pays for the compiler), then all compile in parallel."""
+    """Kernels prepared together whose code is not compiled yet: the first call of any
+    of them compiles them all, in parallel (a graph that is traced but never run never
+    pays for the compiler)."""
 
     def __init__(self, pending, offset):
         self.pending = pending
@@ -411,12 +408,7 @@ class _PendingBatch:
         self.error = None  # a failed compile fails every later call the same way
 
     def runner(self, kernel: FusedKernel):
-        calls = [0]
-
         def run(xp, *arrays, out=None):
-            calls[0] += 1
-            if calls[0] < COMPILE_AFTER_CALLS:
-                return kernel.evaluate(xp, *arrays, out=out)
             self.compile()
             return kernel.forward(xp, *arrays, out=out)
         return run
@@ -497,4 +489,4 @@ class _ThreadTuner:
                 self.times[k].clear()
 
 
-__all__ = ["CRenderer", "render", "COMPILE_AFTER_CALLS", "PARALLEL_MIN_ELEMENTS", "RETUNE_EVERY"]
+__all__ = ["CRenderer", "render", "PARALLEL_MIN_ELEMENTS", "RETUNE_EVERY"]
