@@ -48,6 +48,7 @@ from . import train  # noqa: E402
 from . import models  # noqa: E402
 from . import peft, prune  # noqa: E402
 from . import amp  # noqa: E402
+from . import quant  # noqa: E402
 from . import onnx  # noqa: E402  (the onnx package itself is imported when an export runs)
 from . import onnx  # noqa: E402  (the onnx package itself is imported when an export runs)
 from .amp import autocast  # noqa: E402
