@@ -50,7 +50,6 @@ from . import peft, prune  # noqa: E402
 from . import amp  # noqa: E402
 from . import quant  # noqa: E402
 from . import onnx  # noqa: E402  (the onnx package itself is imported when an export runs)
-from . import onnx  # noqa: E402  (the onnx package itself is imported when an export runs)
 from .amp import autocast  # noqa: E402
 from .compiler.eager import accelerate as _accelerate  # noqa: E402
 
