@@ -6,7 +6,7 @@
 >>> t = ember.ones(4)
 >>> dist.all_reduce(t)                 # sum over every rank, in place
 """
-from .collectives import (ReduceOp, all_gather, all_gather_into_tensor, all_reduce,
+from .collectives import (GroupMember, ReduceOp, all_gather, all_gather_into_tensor, all_reduce,
                           all_to_all, all_to_all_single, barrier, broadcast,
                           destroy_process_group, gather, get_backend, get_rank,
                           get_world_size, group_world, init_process_group, irecv,
@@ -16,7 +16,7 @@ from .debug import is_debug, set_debug
 from .process_group import (DistributedError, ProcessGroup, Work, get_timeout,
                             set_timeout)
 
-__all__ = ["ReduceOp", "init_process_group", "is_initialized", "is_available",
+__all__ = ["GroupMember", "ReduceOp", "init_process_group", "is_initialized", "is_available",
            "destroy_process_group", "get_rank", "get_world_size", "get_backend",
            "new_group", "barrier", "all_reduce", "broadcast", "all_gather",
            "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor", "reduce",

@@ -56,8 +56,8 @@ def _unwrap(model):
 
 
 def _group(group):
-    from .collectives import group_world
-    return group_world() if group is None else group
+    from .collectives import _group as world_or
+    return world_or(group)
 
 
 def is_complete(directory: str | os.PathLike) -> bool:

@@ -8,15 +8,17 @@ version counters; ``async_op=True`` returns a :class:`~ember.distributed.Work` w
 from __future__ import annotations
 
 import os
+import sys
+import time
 
 import numpy as np
 
 from ..tensor import Tensor
 from .debug import check_call, set_debug
 from .process_group import (REDUCE_OPS, DistributedError, MPIProcessGroup, ProcessGroup,
-                            SingleProcessGroup, Work, set_timeout)
+                            SingleProcessGroup, Work, get_timeout, set_timeout)
 
-__all__ = ["ReduceOp", "init_process_group", "is_initialized", "is_available",
+__all__ = ["GroupMember", "ReduceOp", "init_process_group", "is_initialized", "is_available",
            "destroy_process_group", "get_rank", "get_world_size", "get_backend",
            "new_group", "barrier", "all_reduce", "broadcast", "all_gather",
            "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor", "reduce",
@@ -85,6 +87,7 @@ def init_process_group(backend: str = "mpi", *, timeout: float | None = None,
                                    "(pip install 'ember[mpi]')") from None
         comm = MPI.COMM_WORLD
         comm.Set_errhandler(MPI.ERRORS_RETURN)
+        _meet(comm)
         group = MPIProcessGroup(comm, comm.Get_rank(), tuple(range(comm.Get_size())))
     for name, want in (("world_size", world_size), ("rank", rank)):
         have = group.size if name == "world_size" else group.rank
@@ -95,6 +98,22 @@ def init_process_group(backend: str = "mpi", *, timeout: float | None = None,
     from . import faults
     faults.install(group)
     return group
+
+
+def _meet(comm) -> None:
+    """Wait, under the timeout, until every rank called init_process_group: making the
+    group's communicators blocks with no deadline."""
+    request, limit = comm.Ibarrier(), get_timeout()
+    deadline = time.monotonic() + limit
+    while not request.Test():
+        if time.monotonic() > deadline:
+            # abort, not raise: MPI's exit handler would wait for the missing ranks
+            sys.stderr.write(f"[ember.distributed] init_process_group timed out after "
+                             f"{limit:g} s on rank {comm.Get_rank()}: not every one of the "
+                             f"{comm.Get_size()} ranks called it; aborting the job\n")
+            sys.stderr.flush()
+            comm.Abort(1)
+        time.sleep(0.001)
 
 
 def is_initialized() -> bool:
@@ -116,8 +135,38 @@ def destroy_process_group(group: ProcessGroup | None = None) -> None:
         _world[0] = None
 
 
+class _NonGroupMember(ProcessGroup):
+    """What :func:`new_group` returns on ranks outside the group (PyTorch's
+    ``GroupMember.NON_GROUP_MEMBER``): its rank and size are -1, and a collective on it
+    is an error (on its members the group works; here there is nothing to join)."""
+    backend = "none"
+
+    def __init__(self):
+        super().__init__(-1, -1, (), -1)
+
+    def __repr__(self) -> str:
+        return "<ember.distributed non-group member>"
+
+
+class GroupMember:
+    """``GroupMember.WORLD`` (None: the default group) and
+    ``GroupMember.NON_GROUP_MEMBER`` (what :func:`new_group` gives non-members)."""
+    WORLD = None
+    NON_GROUP_MEMBER = _NonGroupMember()
+
+
 def _group(group) -> ProcessGroup:
-    return group_world() if group is None else group
+    if group is None:
+        return group_world()
+    if group is GroupMember.NON_GROUP_MEMBER:
+        raise DistributedError(
+            f"rank {get_rank()} called a collective on a group it is not a member of "
+            "(new_group returned GroupMember.NON_GROUP_MEMBER here); only the group's "
+            "ranks may call its collectives")
+    if not isinstance(group, ProcessGroup):
+        raise DistributedError(f"expected group to be a ProcessGroup (from new_group) or "
+                               f"None for the world, got {type(group).__name__}")
+    return group
 
 
 def get_rank(group: ProcessGroup | None = None) -> int:
@@ -128,8 +177,11 @@ def get_rank(group: ProcessGroup | None = None) -> int:
 
 
 def get_world_size(group: ProcessGroup | None = None) -> int:
+    """The number of ranks of ``group`` (the world by default); -1 outside it."""
     if group is None and _world[0] is None:
         return 1
+    if group is GroupMember.NON_GROUP_MEMBER:
+        return -1
     return _group(group).size
 
 
@@ -137,15 +189,21 @@ def get_backend(group: ProcessGroup | None = None) -> str:
     return _group(group).backend
 
 
-def new_group(ranks=None) -> ProcessGroup | None:
+def new_group(ranks=None) -> ProcessGroup:
     """A group of the given global ranks (all by default); every rank of the world must
-    call it. Returns None on ranks outside the group."""
+    call it. Ranks outside the group get ``GroupMember.NON_GROUP_MEMBER`` (rank and size
+    -1; a collective on it is an error), as in PyTorch."""
     world = group_world()
-    ranks = list(range(world.size)) if ranks is None else sorted(int(r) for r in ranks)
+    try:
+        ranks = list(range(world.size)) if ranks is None else sorted(int(r) for r in ranks)
+    except (TypeError, ValueError):
+        raise DistributedError(f"new_group: ranks must be a list of integer ranks, got "
+                               f"{ranks!r}") from None
     if not ranks or any(not 0 <= r < world.size for r in ranks) or len(set(ranks)) != len(ranks):
         raise DistributedError(f"new_group: ranks must be distinct ranks of the world of "
                                f"{world.size}, got {ranks}")
-    return world.new_group(ranks)
+    group = world.new_group(ranks)
+    return GroupMember.NON_GROUP_MEMBER if group is None else group
 
 
 # Tensors <-> arrays ---------------------------------------------------------------------
@@ -426,11 +484,20 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op: bool
     return _run(g.alltoall(out, stacked), [_unpacker(out, targets)], async_op)
 
 
+def _check_tag(name: str, tag) -> int:
+    # MPI guarantees tags 0..32767 on every implementation
+    if isinstance(tag, bool) or not isinstance(tag, (int, np.integer)) or \
+            not 0 <= tag <= 32767:
+        raise DistributedError(f"{name}: tag must be an integer in [0, 32767], got {tag!r}")
+    return int(tag)
+
+
 def isend(tensor, dst: int, group=None, tag: int = 0) -> Work:
     """Send ``tensor`` to rank ``dst`` without waiting; ``wait()`` the returned work
     before changing ``tensor``."""
     g = _group(group)
     _check_tensor("isend", tensor)
+    tag = _check_tag("isend", tag)
     return _run(g.send(tensor._data, _local(g, dst, "isend"), tag), [], True)
 
 
@@ -439,6 +506,7 @@ def irecv(tensor, src: int, group=None, tag: int = 0) -> Work:
     source, is not supported: name the sender)."""
     g = _group(group)
     target = _Target("irecv", tensor)
+    tag = _check_tag("irecv", tag)
     return _run(g.recv(target.array, _local(g, src, "irecv"), tag), [target.finish], True)
 
 

@@ -134,9 +134,9 @@ class DistributedDataParallel(Module):
         if not bucket_cap_mb > 0:
             raise DistributedError(f"DistributedDataParallel: bucket_cap_mb must be "
                                    f"positive, got {bucket_cap_mb}")
-        from .collectives import group_world
+        from .collectives import _group
         self.module = module
-        self.process_group = group_world() if process_group is None else process_group
+        self.process_group = _group(process_group)
         self.device_ids = device_ids
         self.broadcast_buffers = bool(broadcast_buffers)
         self.find_unused_parameters = bool(find_unused_parameters)

@@ -12,8 +12,9 @@ Two schedules:
   one forward and one backward, so it holds at most ``stages`` micro-batches' activations.
 
 Both give the same loss and gradients as the unsplit model on the whole batch when the
-loss is a mean over the batch: each micro-batch's loss is weighted by ``1 / chunks`` and
-the gradients accumulate in ``.grad`` over the micro-batches.
+loss is a mean over the batch: the batch is cut as evenly as possible (micro-batch sizes
+differ by at most one), each micro-batch's loss is weighted by its share of the batch,
+and the gradients accumulate in ``.grad`` over the micro-batches.
 
 Activations are sent with non-blocking sends (``isend``) and received with blocking
 receives; a small header with the shape and dtype goes first, so stages need not know
@@ -65,7 +66,8 @@ class Pipeline(nn.Module):
         module: the whole model as consecutive layers; every rank passes the same one
             (it keeps references to its own layers only).
         group: the pipeline group, stage ``s`` on group rank ``s`` (the world by default).
-        chunks: micro-batches per batch (the batch's first dimension must divide).
+        chunks: micro-batches per batch (at most the batch size; an uneven batch gives
+            micro-batches whose sizes differ by one, as ``numpy.array_split``).
         loss_fn: ``loss_fn(output, target)`` on the last stage, a mean over the
             micro-batch (e.g. ``cross_entropy``); the batch loss is the mean over
             micro-batches.
@@ -155,9 +157,10 @@ class Pipeline(nn.Module):
         x = inputs[micro] if self.is_first else self._recv_activation(micro)
         out = self.module(x)
         if self.is_last:
-            loss = self.loss_fn(out, targets[micro])
-            state["loss"] += float(loss.detach())
-            state[micro] = (x, loss / self.chunks)
+            target, share = targets[micro]
+            loss = self.loss_fn(out, target)
+            state["loss"] += float(loss.detach()) * share
+            state[micro] = (x, loss * share)
         else:
             self._send(out, 1, micro, pending)
             state[micro] = (x, out)
@@ -168,16 +171,23 @@ class Pipeline(nn.Module):
         if self.is_last:
             out.backward()
         else:
-            out.backward(self._recv_grad(out, micro))
+            grad = self._recv_grad(out, micro)
+            if out.requires_grad:   # not so on a first stage without parameters
+                out.backward(grad)
         if not self.is_first:
             grad = x.grad if x.grad is not None else zeros(tuple(x.shape), dtype=x.dtype)
             self._send(grad, -1, micro, pending)
 
     def step(self, input: Tensor | None = None, target: Tensor | None = None) -> float:
-        """Forward and backward over the micro-batches; returns the batch loss (the mean
-        of the micro-batch losses) on every rank of the group."""
+        """Forward and backward over the micro-batches; returns the batch loss (the
+        micro-batch losses weighted by their sizes) on every rank of the group."""
         inputs = self._split("input", input) if self.is_first else None
-        targets = self._split("target", target) if self.is_last else None
+        if self.is_last:
+            parts = self._split("target", target)
+            total = sum(int(t.shape[0]) for t in parts)
+            targets = [(t, int(t.shape[0]) / total) for t in parts]
+        else:
+            targets = None
         state, pending = {"loss": 0.0}, []
         self.peak_activations = 0
         fwd = lambda m: self._forward_micro(m, inputs, targets, state, pending)  # noqa: E731
@@ -198,7 +208,7 @@ class Pipeline(nn.Module):
                 bwd(m)
         for _, work in pending:
             work.wait()
-        loss = as_tensor(state["loss"] / self.chunks, dtype=dtypes.float64)
+        loss = as_tensor(state["loss"], dtype=dtypes.float64)
         broadcast(loss, self.group.ranks[-1], self.group)
         return float(loss)
 
@@ -206,11 +216,12 @@ class Pipeline(nn.Module):
         if not isinstance(t, Tensor):
             raise DistributedError(f"Pipeline.step: stage {self.stage} needs the {what} "
                                    f"tensor, got {type(t).__name__}")
-        if t.ndim == 0 or t.shape[0] % self.chunks:
+        if t.ndim == 0 or t.shape[0] < self.chunks:
             raise DistributedError(f"Pipeline.step: {what} of shape {tuple(t.shape)} does "
-                                   f"not split into {self.chunks} equal micro-batches along "
-                                   "dim 0")
-        return list(t.chunk(self.chunks, 0))
+                                   f"not split into {self.chunks} micro-batches along dim 0; "
+                                   f"expected at least {self.chunks} rows")
+        sizes = [len(a) for a in np.array_split(np.arange(t.shape[0]), self.chunks)]
+        return list(t.split(sizes, 0))
 
     def extra_repr(self) -> str:
         return (f"stage {self.stage} of {self.n_stages}, layers {self.layers[0]}:"

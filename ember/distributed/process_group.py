@@ -381,6 +381,9 @@ class MPIProcessGroup(ProcessGroup):
 
     def new_group(self, ranks):
         ranks = tuple(int(r) for r in ranks)
+        # Making a communicator blocks with no deadline: meet first, under the timeout,
+        # so a rank that never calls new_group is named instead of hanging the others.
+        self._work("new_group", [self.comm.Ibarrier()]).wait()
         self._groups_made += 1  # on every rank, so the id agrees everywhere
         group_id = self.group_id * 1000 + self._groups_made
         if self.global_rank not in ranks:

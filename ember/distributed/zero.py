@@ -64,12 +64,12 @@ class ZeroRedundancyOptimizer(Optimizer):
         if not (isinstance(optimizer_class, type) and issubclass(optimizer_class, Optimizer)):
             raise DistributedError(f"ZeroRedundancyOptimizer: optimizer_class must be an "
                                    f"ember.optim.Optimizer subclass, got {optimizer_class!r}")
-        from .collectives import group_world
+        from .collectives import _group
         self._ready = False
         super().__init__(params, defaults)
         self._ready = True
         self.optimizer_class = optimizer_class
-        self.process_group = group_world() if process_group is None else process_group
+        self.process_group = _group(process_group)
         self.stage = stage
         self.parameters_as_bucket_view = bool(parameters_as_bucket_view)
         self._params = [p for g in self.param_groups for p in g["params"]]

@@ -222,19 +222,26 @@ dist.all_gather_into_tensor(out, T(np.ones((3, 2)) * R).t())
 same("all_gather_into_tensor non-contiguous output", out,
      np.concatenate([np.full((2, 3), float(r)) for r in range(N)]))
 
-# Subgroups: global ranks in src/dst; None outside.
+# Subgroups: global ranks in src/dst; GroupMember.NON_GROUP_MEMBER outside.
+NON = dist.GroupMember.NON_GROUP_MEMBER
 pair = dist.new_group([0, 1])
 odd = dist.new_group(list(range(1, N, 2)))
 checks[0] += 2
-if (pair is None) != (R > 1) or (odd is None) != (R % 2 == 0):
+if (pair is NON) != (R > 1) or (odd is NON) != (R % 2 == 0):
     failures.append(f"new_group membership wrong on rank {R}: {pair} {odd}")
-if pair is not None:
+if pair is NON:
+    checks[0] += 2
+    if (dist.get_rank(pair), dist.get_world_size(pair)) != (-1, -1):
+        failures.append(f"non-member rank/size on rank {R}")
+    raises("collective on a non-member group", lambda: dist.all_reduce(T(np.ones(1)), group=pair),
+           "not a member")
+if pair is not NON:
     t = T(np.array([R + 1.0]))
     dist.all_reduce(t, group=pair)
     same("all_reduce on [0, 1]", t, np.array([3.0]))
     same("get_rank / get_world_size of [0, 1]",
          np.array([dist.get_rank(pair), dist.get_world_size(pair)]), np.array([R, 2]))
-if odd is not None:
+if odd is not NON:
     members = list(range(1, N, 2))
     t = T(np.array([float(R)]))
     dist.broadcast(t, src=members[-1], group=odd)
@@ -324,7 +331,7 @@ def test_world_of_one_process():
         assert s.tolist() == t.tolist()
         work = dist.all_reduce(t, async_op=True)
         assert work.is_completed() and work.wait()
-        assert dist.new_group([0]) is not None
+        assert dist.new_group([0]) is not dist.GroupMember.NON_GROUP_MEMBER
         with pytest.raises(dist.DistributedError, match="AVG needs a floating-point"):
             dist.all_reduce(ember.tensor([1, 2]), op=dist.ReduceOp.AVG)
         with pytest.raises(dist.DistributedError, match="no other rank"):

@@ -29,7 +29,7 @@ from ...ops.creation import zeros_like
 from ...ops.shape import cat, stack
 from ...tensor import Tensor
 from .. import collectives as dist
-from ..collectives import ReduceOp, group_world
+from ..collectives import ReduceOp
 from ..process_group import REDUCE_OPS, DistributedError, ProcessGroup
 
 __all__ = ["all_reduce", "all_gather", "all_gather_tensor", "reduce_scatter",
@@ -38,7 +38,7 @@ __all__ = ["all_reduce", "all_gather", "all_gather_tensor", "reduce_scatter",
 
 
 def _group(group: ProcessGroup | None) -> ProcessGroup:
-    return group_world() if group is None else group
+    return dist._group(group)
 
 
 def _op_name(name: str, op) -> str:
