@@ -9,6 +9,7 @@ static. Nothing runs: tracing records ops and restores every tensor it reached.
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -46,15 +47,14 @@ def capture(model, args: tuple, dynamic: dict[int, dict[int, str]]) -> Capture:
     """Trace ``model(*args)``; ``dynamic`` maps a flattened input position to its dynamic
     axes (axis -> name)."""
     from ..train.tb_graph import trace_forward
-    from .map_rnn import lstm_as_one_op
-    with lstm_as_one_op(model):
+    with _stand_ins(model):
         graph, scopes = trace_forward(model, args)
     result = Capture(graph, scopes)
     if not dynamic:
         return result
     alt_args = _alternative_args(args, dynamic)
     try:
-        with lstm_as_one_op(model):
+        with _stand_ins(model):
             alt_graph, _ = trace_forward(model, alt_args)
     except EmberError as exc:
         sizes = _describe_alt(alt_args)
@@ -65,6 +65,15 @@ def capture(model, args: tuple, dynamic: dict[int, dict[int, str]]) -> Capture:
             "length has no dynamic sequence axis).") from None
     _match(result, alt_graph)
     return result
+
+
+@contextlib.contextmanager
+def _stand_ins(model):
+    """Modules that trace as one export-only instruction: nn.LSTM, quantized layers."""
+    from .map_quant import quantized_as_stand_ins
+    from .map_rnn import lstm_as_one_op
+    with lstm_as_one_op(model), quantized_as_stand_ins(model):
+        yield
 
 
 def _alternative_args(args, dynamic):

@@ -11,6 +11,7 @@ from ..compiler.jit import flatten
 from ..tensor import Tensor
 from .builder import Builder, onnx_type
 from .capture import Capture, OnnxExportError, capture
+from .map_quant import newest_qdq_opset, uses_quantized_ops
 from .mapping import MAPPINGS, supported_ops
 
 MIN_OPSET = 17
@@ -79,6 +80,8 @@ def export(model, example_inputs, path, input_names: Sequence[str] | None = None
         for m, mode in modes:
             m.training = mode
 
+    if opset_version is None and uses_quantized_ops(cap.graph):
+        opset = min(opset, newest_qdq_opset())
     b = Builder(cap, opset)
     graph_inputs = _add_inputs(b, cap, model, in_names, dynamic)
     _fold_constants(cap)

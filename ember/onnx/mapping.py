@@ -25,5 +25,5 @@ def maps(*names: str):
 
 def supported_ops() -> list[str]:
     """The registry ops ``ember.onnx.export`` can write, sorted."""
-    from . import map_elementwise, map_nn, map_rnn, map_shape  # noqa: F401  (fill the table)
+    from . import map_elementwise, map_nn, map_quant, map_rnn, map_shape  # noqa: F401
     return sorted(MAPPINGS)

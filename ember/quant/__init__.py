@@ -25,3 +25,4 @@ from .qat import QATConv2d, QATConvReLU2d, QATLinear, QATLinearReLU
 from .dynamic import DynamicQuantizedLinear, DynamicQuantizedLSTM, quantize_dynamic
 from .convert import calibrate, convert, prepare, prepare_qat
 from .report import evaluate_accuracy, quantized_size_bytes, report
+from .export import export_onnx
