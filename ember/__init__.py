@@ -50,6 +50,7 @@ from . import peft, prune  # noqa: E402
 from . import amp  # noqa: E402
 from . import quant  # noqa: E402
 from . import onnx  # noqa: E402  (the onnx package itself is imported when an export runs)
+from .pretrained import load_pretrained, save_pretrained  # noqa: E402
 from .amp import autocast  # noqa: E402
 from .compiler.eager import accelerate as _accelerate  # noqa: E402
 

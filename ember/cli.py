@@ -4,13 +4,16 @@
     ember tune CONFIG [--override ...] [--n-trials N] [--timeout S] [--storage URL]
     ember check CONFIG [--override ...]
     ember launch -n N [--hosts H1,H2 | --hostfile F] [--timeout S] [--debug] SCRIPT [ARGS]
+    ember serve MODEL_DIR [--host 127.0.0.1] [--port 8000] [--max-batch-size N]
+                [--max-wait-ms M] [--max-concurrency C] [--max-body-bytes B]
 
 ``train`` builds the model, data, optimizer, scheduler and Trainer a config file
 describes (see docs/cli.md), fits it and prints the final metrics; ``tune`` runs the
 search of the config's ``tune:`` section and prints the best trial; ``check`` validates
 the config and prints it with every default filled in. A bad config exits with status 2
 and a message naming the key path. ``launch`` runs a script on N ranks through mpiexec
-(see :mod:`ember.distributed.launch`) and exits with its status.
+(see :mod:`ember.distributed.launch`) and exits with its status. ``serve`` serves a
+model directory (``ember.save_pretrained``) over HTTP until stopped (see docs/serve.md).
 """
 from __future__ import annotations
 
@@ -59,7 +62,46 @@ def build_parser() -> argparse.ArgumentParser:
     # listed here; main() hands its arguments to ember.distributed.launch untouched
     commands.add_parser("launch", help="run a script on N ranks through mpiexec "
                                        "(ember launch -h for its options)")
+    serve_cmd = commands.add_parser(
+        "serve", help="serve a model directory over HTTP (docs/serve.md)",
+        description="Serve a model directory written by ember.save_pretrained: POST "
+                    "/v1/predict, /v1/generate (GPT), GET /healthz, /readyz, /metrics, "
+                    "/openapi.json. Stops on Ctrl-C/SIGTERM after the requests in flight.")
+    serve_cmd.add_argument("model_dir", metavar="MODEL_DIR", help="a model directory")
+    serve_cmd.add_argument("--host", default="127.0.0.1",
+                           help="address to bind (default 127.0.0.1, loopback only; "
+                                "0.0.0.0 exposes the model to the network)")
+    serve_cmd.add_argument("--port", type=int, default=8000, help="default 8000")
+    serve_cmd.add_argument("--max-batch-size", type=int, default=32,
+                           help="most examples in one forward (default 32; 1: no batching)")
+    serve_cmd.add_argument("--max-wait-ms", type=float, default=5.0,
+                           help="how long a request waits for others to batch with "
+                                "(default 5)")
+    serve_cmd.add_argument("--max-concurrency", type=int, default=256,
+                           help="requests in flight before 503 (default 256)")
+    serve_cmd.add_argument("--max-body-bytes", type=int, default=8 << 20,
+                           help="larger request bodies get 413 (default 8 MiB)")
+    serve_cmd.add_argument("--allow-import", action="store_true",
+                           help="accept a model built by import: (runs that module's code)")
+    serve_cmd.add_argument("--log-level", default="info",
+                           choices=["critical", "error", "warning", "info", "debug"])
     return parser
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from .serve import serve
+    try:
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError:
+        print("ember serve: error: needs starlette and uvicorn: pip install 'ember[serve]'",
+              file=sys.stderr)
+        return 1
+    serve(args.model_dir, host=args.host, port=args.port, log_level=args.log_level,
+          max_batch_size=args.max_batch_size, max_wait_ms=args.max_wait_ms,
+          max_concurrency=args.max_concurrency, max_body_bytes=args.max_body_bytes,
+          allow_import=args.allow_import)
+    return 0
 
 
 def _print_metrics(title: str, values: dict[str, float]) -> None:
@@ -148,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return launch.main(argv[1:], prog="ember launch")
     parser = build_parser()
     args = parser.parse_args(argv)
-    run = {"train": _train, "tune": _tune, "check": _check}[args.command]
+    run = {"train": _train, "tune": _tune, "check": _check, "serve": _serve}[args.command]
     try:
         return run(args)
     except ConfigError as exc:

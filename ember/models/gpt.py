@@ -12,12 +12,18 @@ ember.Size([2, 16, 256])
 from __future__ import annotations
 
 from .. import nn
+from ..errors import ShapeError
 from ..nn import functional as F
-from ..ops.creation import zeros
+from ..ops.creation import ones, zeros
+from ..ops.movement import tril
 from ..ops.random import randn
+from ..ops.shape import cat
 from ..tensor import Tensor
 
-__all__ = ["Block", "GPT", "split_heads", "merge_heads"]
+__all__ = ["Block", "GPT", "KVCache", "split_heads", "merge_heads"]
+
+#: Per block, the cached ``(keys, values)``, each ``(B, heads, T_past, d_model // heads)``.
+KVCache = list[tuple[Tensor, Tensor]]
 
 
 def split_heads(z: Tensor, heads: int) -> Tensor:
@@ -53,6 +59,25 @@ class Block(nn.Module):
         x = x + self.proj(merge_heads(y))
         return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
 
+    def forward_cached(self, x: Tensor, past: tuple[Tensor, Tensor] | None = None
+                       ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+        """:meth:`forward` for the new positions ``x`` (``(B, T_new, d_model)``) only,
+        attending to the cached keys and values of the earlier ones (``past``; None for
+        none). Returns the output and the keys and values of all positions so far."""
+        q, k, v = (split_heads(z, self.n_heads)
+                   for z in self.qkv(self.ln1(x)).split(self.d_model, dim=2))
+        if past is None:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            k, v = cat([past[0], k], dim=2), cat([past[1], v], dim=2)
+            new, total = q.shape[2], k.shape[2]
+            # new query i sits at position total - new + i: it sees keys up to there
+            mask = None if new == 1 else tril(ones(new, total, dtype="bool"),
+                                              diagonal=total - new)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        x = x + self.proj(merge_heads(y))
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x)))), (k, v)
+
 
 class GPT(nn.Module):
     """A decoder-only transformer.
@@ -82,3 +107,29 @@ class GPT(nn.Module):
     def forward(self, idx: Tensor) -> Tensor:
         x = self.tok(idx) + self.pos[: idx.shape[1]]
         return self.head(self.ln(self.blocks(x)))
+
+    def forward_cached(self, idx: Tensor, past: KVCache | None = None
+                       ) -> tuple[Tensor, KVCache]:
+        """Incremental decoding: the logits of the new tokens ``idx`` (``(B, T_new)``),
+        which follow the tokens whose keys and values ``past`` caches (None: no tokens
+        yet), and the cache extended by them. Only the new positions are computed; the
+        logits equal those of :meth:`forward` on the whole sequence.
+
+        >>> logits, cache = model.forward_cached(prompt)            # (B, T) prompt
+        >>> nxt = logits[:, -1].argmax(-1, keepdim=True)
+        >>> logits, cache = model.forward_cached(nxt, cache)        # one new position
+        """
+        start = 0 if past is None else past[0][0].shape[2]
+        if past is not None and len(past) != self.n_layers:
+            raise ShapeError(f"GPT.forward_cached: the cache holds {len(past)} layers; this "
+                             f"model has {self.n_layers}")
+        end = start + idx.shape[1]
+        if end > self.context:
+            raise ShapeError(f"GPT.forward_cached: positions {start}..{end - 1} exceed the "
+                             f"context of {self.context} tokens")
+        x = self.tok(idx) + self.pos[start:end]
+        present: KVCache = []
+        for i, block in enumerate(self.blocks):
+            x, kv = block.forward_cached(x, None if past is None else past[i])
+            present.append(kv)
+        return self.head(self.ln(x)), present

@@ -1,0 +1,121 @@
+"""The server's Prometheus metrics, written in the Prometheus text exposition format
+(version 0.0.4) without a client library: request counts by route, method and status,
+a request-latency histogram by route, and the sizes of the batches the model ran."""
+from __future__ import annotations
+
+import math
+import threading
+from collections import defaultdict
+from typing import Sequence
+
+__all__ = ["Metrics", "CONTENT_TYPE"]
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+                   10.0)
+BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+
+
+def _labels(pairs: Sequence[tuple[str, str]]) -> str:
+    def escape(v: str) -> str:
+        return v.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+    return "{" + ",".join(f'{k}="{escape(v)}"' for k, v in pairs) + "}" if pairs else ""
+
+
+def _number(value: float) -> str:
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return repr(float(value)) if isinstance(value, float) else str(value)
+
+
+class _Histogram:
+    def __init__(self, buckets: Sequence[float]) -> None:
+        self.buckets = tuple(buckets)
+        self.counts = [0] * len(self.buckets)  # per bucket, not cumulative
+        self.total = 0.0
+        self.count = 0
+
+    def observe(self, value: float) -> None:
+        for i, bound in enumerate(self.buckets):
+            if value <= bound:
+                self.counts[i] += 1
+                break
+        self.total += value
+        self.count += 1
+
+    def lines(self, name: str, labels: Sequence[tuple[str, str]]) -> list[str]:
+        out, cumulative = [], 0
+        for bound, n in zip(self.buckets, self.counts):
+            cumulative += n
+            out.append(f"{name}_bucket{_labels([*labels, ('le', _number(float(bound)))])} "
+                       f"{cumulative}")
+        out.append(f"{name}_bucket{_labels([*labels, ('le', '+Inf')])} {self.count}")
+        out.append(f"{name}_sum{_labels(labels)} {_number(self.total)}")
+        out.append(f"{name}_count{_labels(labels)} {self.count}")
+        return out
+
+
+class Metrics:
+    """Thread-safe counters and histograms of one server; :meth:`render` writes them.
+
+    >>> metrics = Metrics()
+    >>> metrics.observe_request("/v1/predict", "POST", 200, 0.004)
+    >>> "ember_requests_total" in metrics.render()
+    True
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._requests: dict[tuple[str, str, str], int] = defaultdict(int)
+        self._latency: dict[str, _Histogram] = {}
+        self._batch_rows = _Histogram(BATCH_BUCKETS)
+        self._batch_requests = _Histogram(BATCH_BUCKETS)
+        self._in_flight = 0
+        self._tokens = 0
+
+    def observe_request(self, route: str, method: str, status: int, seconds: float) -> None:
+        with self._lock:
+            self._requests[(route, method, str(status))] += 1
+            self._latency.setdefault(route, _Histogram(LATENCY_BUCKETS)).observe(seconds)
+
+    def observe_batch(self, rows: int, requests: int) -> None:
+        """One forward of ``rows`` examples gathered from ``requests`` requests."""
+        with self._lock:
+            self._batch_rows.observe(rows)
+            self._batch_requests.observe(requests)
+
+    def add_tokens(self, n: int) -> None:
+        with self._lock:
+            self._tokens += n
+
+    def set_in_flight(self, n: int) -> None:
+        with self._lock:
+            self._in_flight = n
+
+    def render(self) -> str:
+        """The metrics in the Prometheus text format."""
+        with self._lock:
+            lines = ["# HELP ember_requests_total HTTP requests by route, method and status.",
+                     "# TYPE ember_requests_total counter"]
+            for (route, method, status), n in sorted(self._requests.items()):
+                lines.append(f"ember_requests_total"
+                             f"{_labels([('route', route), ('method', method), ('status', status)])}"
+                             f" {n}")
+            lines += ["# HELP ember_request_duration_seconds Time from request to the last "
+                      "byte of the response.",
+                      "# TYPE ember_request_duration_seconds histogram"]
+            for route, hist in sorted(self._latency.items()):
+                lines += hist.lines("ember_request_duration_seconds", [("route", route)])
+            lines += ["# HELP ember_batch_size Examples in each forward of the model "
+                      "(dynamic batching).", "# TYPE ember_batch_size histogram"]
+            lines += self._batch_rows.lines("ember_batch_size", [])
+            lines += ["# HELP ember_batch_requests Requests merged into each forward.",
+                      "# TYPE ember_batch_requests histogram"]
+            lines += self._batch_requests.lines("ember_batch_requests", [])
+            lines += ["# HELP ember_generated_tokens_total Tokens generated by /v1/generate.",
+                      "# TYPE ember_generated_tokens_total counter",
+                      f"ember_generated_tokens_total {self._tokens}",
+                      "# HELP ember_requests_in_flight Requests being handled now.",
+                      "# TYPE ember_requests_in_flight gauge",
+                      f"ember_requests_in_flight {self._in_flight}"]
+        return "\n".join(lines) + "\n"
