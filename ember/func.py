@@ -19,7 +19,7 @@ import weakref
 from typing import Callable
 
 from .autograd import grad_mode
-from .autograd.graph import Node, edge_of
+from .autograd.graph import reachable_leaves
 from .errors import EmberError
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian"]
@@ -112,17 +112,8 @@ def _handle(x, level: int, what: str):
 def _external(tensors, level: int) -> bool:
     """Whether the graph of ``tensors`` reaches a tensor requiring grad that does not
     belong to this transform call (or to a transform nested in it)."""
-    stack = [e[0] for e in (edge_of(t) for t in tensors) if e is not None]
-    seen = set()
-    while stack:
-        item = stack.pop()
-        if id(item) in seen:
-            continue
-        seen.add(id(item))
-        if isinstance(item, Node):
-            stack.extend(e[0] for e in item.edges if e is not None)
-            continue
-        entry = _HANDLES.get(id(item))
+    for leaf in reachable_leaves(tensors):
+        entry = _HANDLES.get(id(leaf))
         if entry is None or entry[1] < level:
             return True
     return False

@@ -206,6 +206,22 @@ def edge_of(t):
     return (t, 0) if node is None else (node, t._out_index)
 
 
+def reachable_leaves(tensors):
+    """The leaf tensors that need a gradient and that ``tensors`` were computed from,
+    each once (what a backward pass from them would reach)."""
+    stack = [e[0] for e in (edge_of(t) for t in tensors) if e is not None]
+    seen = set()
+    while stack:
+        item = stack.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, Node):
+            stack.extend(e[0] for e in item.edges if e is not None)
+        else:
+            yield item
+
+
 # The engine --------------------------------------------------------------------------
 def _topological_order(roots):
     """Nodes and leaf tensors reachable from ``roots``, each after everything feeding it."""

@@ -22,7 +22,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..autograd import grad_mode
-from ..autograd.graph import Node, queue_callback
+from ..autograd.graph import queue_callback, reachable_leaves
 from ..nn.module import Module
 from ..tensor import Tensor
 from .process_group import DistributedError, ProcessGroup
@@ -214,18 +214,7 @@ class DistributedDataParallel(Module):
 
     def _find_unused(self, output) -> set:
         """Indices of the parameters the output's graph does not reach."""
-        reached, seen = set(), set()
-        stack = [t for t in _tensors_in(output) if t._requires_grad]
-        stack = [t._node if t._node is not None else t for t in stack]
-        while stack:
-            item = stack.pop()
-            if id(item) in seen:
-                continue
-            seen.add(id(item))
-            if isinstance(item, Node):
-                stack.extend(e[0] for e in item.edges if e is not None)
-            else:
-                reached.add(id(item))
+        reached = {id(t) for t in reachable_leaves(_tensors_in(output))}
         return {i for i, p in enumerate(self._params) if id(p) not in reached}
 
     @contextlib.contextmanager

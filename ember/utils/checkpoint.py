@@ -14,7 +14,7 @@ from typing import Any, Callable
 from ..autograd import grad as _grad
 from ..autograd import grad_mode
 from ..autograd.function import Function
-from ..autograd.graph import Node
+from ..autograd.graph import reachable_leaves
 from ..errors import EmberError
 from ..ops import registry
 from ..ops.random import get_rng_state, set_rng_state
@@ -45,19 +45,7 @@ def _rebuild(spec, tensors):
 def _leaves_used(outputs: list, own: set) -> list:
     """Leaf tensors that need a gradient and that ``outputs`` were computed from, other
     than the tensors in ``own`` (the function's arguments): the parameters it used."""
-    found, seen = [], set()
-    stack = [o._node for o in outputs if o._node is not None]
-    stack += [o for o in outputs if o._node is None and o._requires_grad]
-    while stack:
-        item = stack.pop()
-        if id(item) in seen:
-            continue
-        seen.add(id(item))
-        if isinstance(item, Node):
-            stack.extend(e[0] for e in item.edges if e is not None)
-        elif id(item) not in own:
-            found.append(item)
-    return found
+    return [t for t in reachable_leaves(outputs) if id(t) not in own]
 
 
 def _detached_like(t: Tensor) -> Tensor:
