@@ -1,6 +1,8 @@
 """Dynamic batching: predict requests arriving within ``max_wait_ms`` of the first one
 are concatenated along dim 0 into one forward (at most ``max_batch_size`` rows), run on
-the model's worker thread, and the outputs split back to their requests."""
+the model's worker thread, and the outputs split back to their requests. A batch stops
+waiting as soon as every request in flight is in it: a lone client never pays the
+wait."""
 from __future__ import annotations
 
 import asyncio
@@ -47,6 +49,7 @@ class DynamicBatcher:
         self._queue: asyncio.Queue[_Pending | None] | None = None
         self._task: asyncio.Task | None = None
         self._closing = False
+        self._in_flight = 0  # requests submitted and not answered yet
 
     async def start(self) -> None:
         """Start the gathering loop on the running event loop."""
@@ -70,8 +73,12 @@ class DynamicBatcher:
                                   "another replica")
         loop = asyncio.get_running_loop()
         pending = _Pending(batch, loop.create_future(), loop.time())
-        self._queue.put_nowait(pending)
-        return await pending.future
+        self._in_flight += 1
+        try:
+            self._queue.put_nowait(pending)
+            return await pending.future
+        finally:
+            self._in_flight -= 1
 
     async def _loop(self) -> None:
         loop = asyncio.get_running_loop()
@@ -83,6 +90,8 @@ class DynamicBatcher:
             gathered, rows = [first], first.batch.rows
             deadline = first.arrived + self.max_wait
             while rows < self.max_batch_size:
+                if self._in_flight <= len(gathered) and self._queue.empty():
+                    break  # nobody else is waiting: waiting for company only adds latency
                 timeout = deadline - loop.time()
                 try:
                     item = (self._queue.get_nowait() if timeout <= 0
