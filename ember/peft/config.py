@@ -111,9 +111,15 @@ def config_from_dict(data: dict[str, Any]) -> LoraConfig | PrefixTuningConfig:
     """Rebuild a config from :meth:`to_dict`'s output (as read back from an adapter
     file)."""
     kinds = {"LORA": LoraConfig, "PREFIX_TUNING": PrefixTuningConfig}
+    if not isinstance(data, dict):
+        raise EmberValueError(f"adapter config: expected a mapping, got "
+                              f"{type(data).__name__}")
     data = dict(data)
     kind = data.pop("peft_type", None)
     if kind not in kinds:
-        raise EmberValueError(f"adapter config: unknown peft_type {kind!r}, expected one of "
-                              f"{sorted(kinds)}")
-    return kinds[kind](**data)
+        raise EmberValueError(f"adapter config: unknown peft_type {str(kind)[:40]!r}, "
+                              f"expected one of {sorted(kinds)}")
+    try:
+        return kinds[kind](**data)
+    except TypeError as exc:  # an unknown key, or a value of the wrong type
+        raise EmberValueError(f"adapter config: bad {kind} config: {exc}") from None

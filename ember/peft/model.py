@@ -15,6 +15,7 @@ from .. import serialization
 from ..autograd import grad_mode
 from ..errors import EmberValueError
 from ..nn import Linear, Module, Parameter
+from ..tensor import Tensor
 from .config import LoraConfig, PrefixTuningConfig, config_from_dict
 from .lora import LoraLinear
 
@@ -293,10 +294,16 @@ class PeftModel(_AdapterWrapper):
         if not isinstance(config, LoraConfig):
             raise EmberValueError(f"PeftModel.load_adapter: {os.fspath(path)!r} holds a "
                                   f"{config.peft_type} adapter, not a LoRA one")
-        if adapter_name not in self.peft_config:
+        added = adapter_name not in self.peft_config
+        if added:
             self.add_adapter(adapter_name, config)
         current = self.adapter_state_dict(adapter_name)
-        self._check_adapter_tensors(path, current, tensors)
+        try:
+            self._check_adapter_tensors(path, current, tensors)
+        except EmberValueError:
+            if added:  # leave no half-loaded adapter behind
+                self.delete_adapter(adapter_name)
+            raise
         with grad_mode.no_grad():
             for key, value in tensors.items():
                 current[key].copy_(value)
@@ -335,7 +342,12 @@ def read_adapter_file(path: str | os.PathLike):
     if not isinstance(data, dict) or data.get("format") != _ADAPTER_FORMAT:
         raise EmberValueError(f"load_adapter: {os.fspath(path)!r} is not an ember adapter file "
                               f"(expected what save_adapter writes)")
-    return config_from_dict(data["config"]), data["tensors"]
+    tensors = data.get("tensors")
+    if not isinstance(tensors, dict) or not all(
+            isinstance(k, str) and isinstance(v, Tensor) for k, v in tensors.items()):
+        raise EmberValueError(f"load_adapter: {os.fspath(path)!r} is corrupted: its "
+                              f"'tensors' must map names to tensors")
+    return config_from_dict(data.get("config")), tensors
 
 
 def get_peft_model(model: Module, config: LoraConfig | PrefixTuningConfig,

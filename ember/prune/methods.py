@@ -9,7 +9,7 @@ pruned weights stay exactly 0 however the optimizer moves ``weight_orig``.
 
 Pruning the same parameter again combines masks: an unstructured ``amount`` is a share
 of the weights still unpruned (so two rounds of 0.5 leave 25%), a structured one a share
-of all the channels along ``dim``, chosen among those not yet pruned.
+of the channels along ``dim`` still unpruned (an int amount: a count of them).
 """
 from __future__ import annotations
 
@@ -216,8 +216,8 @@ def ln_structured(module: Module, name: str = "weight", amount=0.2, n=2, dim: in
     of a Linear or Conv) with the smallest ``n``-norm.
 
     Args:
-        amount: a share in [0, 1] of the channels along ``dim``, or an int count;
-            counted over all channels, chosen among those not yet pruned.
+        amount: a share in [0, 1] of the channels along ``dim`` not yet pruned, or
+            an int count of them (as ``torch.nn.utils.prune``).
         n: the norm: 1, 2, ``"fro"``, ``float("inf")`` or ``-float("inf")``.
         dim: the dimension whose slices are pruned.
 
@@ -235,10 +235,10 @@ def ln_structured(module: Module, name: str = "weight", amount=0.2, n=2, dim: in
     size = orig.shape[dim]
     values = orig if importance_scores is None else importance_scores.detach().numpy()
     norms = _norms(values, n, dim)
-    k = _count("ln_structured", amount, size)
     alive_channels = np.moveaxis(mask, dim, 0).reshape(size, -1).any(axis=1)
-    already = size - int(alive_channels.sum())
-    drop = _smallest(norms, alive_channels, max(0, k - already))
+    # As torch's PruningContainer: the amount counts the channels still unpruned.
+    k = _count("ln_structured", amount, int(alive_channels.sum()))
+    drop = _smallest(norms, alive_channels, k)
     channel_mask = np.ones(size, dtype=mask.dtype)
     channel_mask[drop] = 0
     shape = [1] * orig.ndim

@@ -28,9 +28,12 @@ class SamplingOptions:
     seed: int | None = None
 
     def __post_init__(self) -> None:
-        if not self.temperature >= 0:
-            raise EmberValueError(f"generate: temperature must be >= 0, got "
-                                  f"{self.temperature}")
+        if not 0 <= self.temperature < float("inf"):
+            raise EmberValueError(f"generate: temperature must be a finite number >= 0, "
+                                  f"got {self.temperature}")
+        if self.seed is not None and self.seed < 0:
+            raise EmberValueError(f"generate: seed must be an int >= 0 or None, got "
+                                  f"{self.seed}")
         if self.top_k is not None and self.top_k < 1:
             raise EmberValueError(f"generate: top_k must be >= 1 or None, got {self.top_k}")
         if self.top_p is not None and not 0 < self.top_p <= 1:

@@ -5,6 +5,7 @@ A tensor is ``{"data": [...], "shape": [...], "dtype": "float32"}`` (``shape`` a
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -80,9 +81,9 @@ def _to_array(name: str, value: Any, spec: InputSpec) -> np.ndarray:
             raise ServeError(422, f"input {name!r}: values out of the {spec.dtype} range")
     array = raw.astype(target.np)
     if shape is not None:
-        if int(np.prod(shape)) != array.size:
+        if math.prod(shape) != array.size:  # (exact: np.prod overflows int64)
             raise ServeError(422, f"input {name!r}: shape {_shape_text(shape)} needs "
-                                  f"{int(np.prod(shape))} values, data has {array.size}")
+                                  f"{math.prod(shape)} values, data has {array.size}")
         array = array.reshape(shape)
     return array
 

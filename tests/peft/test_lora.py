@@ -173,6 +173,34 @@ def test_adapter_file_that_does_not_fit_names_the_problem(tmp_path):
         other.load_adapter(str(tmp_path / "b.safetensors"), adapter_name="new")
 
 
+def test_corrupted_adapter_files_raise_ember_errors(tmp_path):
+    model = peft.get_peft_model(_gpt(), peft.LoraConfig(r=2, target_modules=["qkv"]))
+    path = str(tmp_path / "a.safetensors")
+    model.save_adapter(path)
+    saved = ember.serialization.load(path)
+    raw = open(path, "rb").read()
+    (tmp_path / "half").write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(ember.errors.EmberError):
+        model.load_adapter(str(tmp_path / "half"), adapter_name="half")
+    hostile = {"noconfig": {"format": saved["format"], "tensors": saved["tensors"]},
+               "strconfig": {"format": saved["format"], "config": "x",
+                             "tensors": saved["tensors"]},
+               "unknownkey": {"format": saved["format"],
+                              "config": dict(saved["config"], zz=1),
+                              "tensors": saved["tensors"]},
+               "notensors": {"format": saved["format"], "config": saved["config"],
+                             "tensors": {k: 1 for k in saved["tensors"]}}}
+    for name, content in hostile.items():
+        ember.save(content, str(tmp_path / name))
+        with pytest.raises(EmberValueError):
+            model.load_adapter(str(tmp_path / name), adapter_name=name)
+    ember.save({"format": saved["format"], "config": dict(saved["config"], r=4),
+                "tensors": saved["tensors"]}, str(tmp_path / "lies"))
+    with pytest.raises(EmberValueError, match="shape mismatches"):
+        model.load_adapter(str(tmp_path / "lies"), adapter_name="new")
+    assert list(model.peft_config) == ["default"]  # no half-loaded adapter left
+
+
 def test_two_adapters_switch_and_disable():
     model = peft.get_peft_model(_gpt(), peft.LoraConfig(r=8, target_modules=TARGETS), "first")
     model.add_adapter("second", peft.LoraConfig(r=4, lora_alpha=8, target_modules=["fc1", "fc2"]))

@@ -161,6 +161,16 @@ def test_ln_structured_matches_torch(n, dim, conv, torch_prune):
     np.testing.assert_allclose(ours(ember.tensor(x)).detach().numpy(), theirs_out, atol=1e-5)
 
 
+@pytest.mark.parametrize("amount", [2, 0.4])
+def test_repeated_ln_structured_matches_torch(amount, torch_prune):
+    # torch counts a repeated structured amount (share or int) over the channels left.
+    ours, theirs = _twins(conv=False)
+    for _ in range(2):
+        prune.ln_structured(ours, "weight", amount=amount, n=1, dim=0)
+        torch_prune.ln_structured(theirs, "weight", amount=amount, n=1, dim=0)
+        np.testing.assert_array_equal(ours.weight_mask.numpy(), theirs.weight_mask.numpy())
+
+
 def test_global_unstructured_matches_torch(torch_prune):
     (a, ta), (b, tb) = _twins(30, 12), _twins(12, 7)
     prune.global_unstructured([(a, "weight"), (b, "weight")], amount=0.6)

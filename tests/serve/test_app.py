@@ -73,6 +73,8 @@ def test_cnn_named_input(cnn_dir):
     (json.dumps({"inputs": {"x": [[0.0] * 64]}}), 422, "missing ['input'], unknown ['x']"),
     (json.dumps({"inputs": {"input": {"data": [0.0] * 64, "shape": [2, 64]}}}), 422,
      "needs 128 values, data has 64"),
+    (json.dumps({"inputs": {"input": {"data": [0.0] * 64, "shape": [2 ** 32] * 4}}}), 422,
+     f"needs {2 ** 128} values, data has 64"),
     (json.dumps({"data": [1]}), 422, "the body must be"),
 ])
 def test_bad_requests_get_4xx_and_the_server_goes_on(mlp_client, body, status, message):
@@ -200,6 +202,7 @@ def test_generate_stream_gives_the_same_tokens(gpt_client):
     ({"prompt": [1], "top_p": 1.5}, "top_p must be in (0, 1]"),
     ({"prompt": [1], "beams": 4}, "unknown keys ['beams']"),
     ({"prompt": [999]}, "[0, 256)"),
+    ({"prompt": [1], "temperature": 1.0, "seed": -5}, "seed must be an int >= 0"),
 ])
 def test_generate_validation(gpt_client, body, message):
     response = gpt_client.post("/v1/generate", json=body)

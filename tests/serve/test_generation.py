@@ -65,3 +65,7 @@ def test_bad_generation_arguments(gpt_model):
         generate(gpt_model, [300], 1)
     with pytest.raises(ember.EmberValueError, match="temperature"):
         generate(gpt_model, [1], 1, temperature=-1)
+    with pytest.raises(ember.EmberValueError, match="finite"):
+        generate(gpt_model, [1], 1, temperature=float("inf"))
+    with pytest.raises(ember.EmberValueError, match="seed must be"):
+        generate(gpt_model, [1], 1, temperature=1.0, seed=-1)
