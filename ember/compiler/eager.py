@@ -77,8 +77,8 @@ class EagerKernel:
         if entry is _DECLINED:
             return forward(xp, *arrays, **params)
         outputs = entry.run(list(arrays))[0]
-        for i, o in enumerate(outputs):  # never hand back an input as a new tensor
-            if any(o is a for a in arrays):
+        for i, o in enumerate(outputs):  # a result never shares an input's memory
+            if any(np.may_share_memory(o, a) for a in arrays):
                 outputs[i] = o.copy()
         return outputs[0] if self.op.n_outputs == 1 else tuple(outputs)
 
