@@ -69,11 +69,23 @@ def capture(model, args: tuple, dynamic: dict[int, dict[int, str]]) -> Capture:
 
 @contextlib.contextmanager
 def _stand_ins(model):
-    """Modules that trace as one export-only instruction: nn.LSTM, quantized layers."""
-    from .map_quant import quantized_as_stand_ins
-    from .map_rnn import lstm_as_one_op
-    with lstm_as_one_op(model), quantized_as_stand_ins(model):
+    """Modules that trace as one export-only instruction (nn.LSTM, quantized layers):
+    within, their instance's ``forward`` is replaced by one that records it."""
+    from .map_quant import stand_in_forward as quantized_stand_in
+    from .map_rnn import stand_in_forward as lstm_stand_in
+    patched = []
+    for _, m in (model.named_modules() if hasattr(model, "named_modules") else ()):
+        if "forward" in vars(m):
+            continue
+        forward = lstm_stand_in(m) or quantized_stand_in(m)
+        if forward is not None:
+            m.forward = forward
+            patched.append(m)
+    try:
         yield
+    finally:
+        for m in patched:
+            del m.forward
 
 
 def _alternative_args(args, dynamic):

@@ -21,7 +21,6 @@ float ``bias`` at the input's scale, exactly as the quantized module rounds it.
 """
 from __future__ import annotations
 
-import contextlib
 
 import numpy as np
 
@@ -71,26 +70,17 @@ QLINEAR_OP = Op("quantized_linear", _never_run, infer=_qlinear_infer)
 QCONV_OP = Op("quantized_conv2d", _never_run, infer=_qconv_infer)
 
 
-@contextlib.contextmanager
-def quantized_as_stand_ins(model):
-    """Within: every static quantized module of ``model`` records one stand-in
-    instruction and passes :class:`TracedQTensor` activations on."""
+def stand_in_forward(m):
+    """The forward that records one stand-in instruction (passing
+    :class:`TracedQTensor` activations on), for a static quantized module; else None
+    (see ``capture._stand_ins``)."""
     from ..quant.quantized import (DeQuantize, Quantize, QuantizedConv2d, QuantizedLinear,
                                    QuantizedPassThrough)
     makers = [(Quantize, _quantize_forward), (DeQuantize, _dequantize_forward),
               (QuantizedLinear, _linear_forward), (QuantizedConv2d, _conv_forward),
               (QuantizedPassThrough, _pass_through_forward)]
-    patched = []
-    for _, m in (model.named_modules() if hasattr(model, "named_modules") else ()):
-        maker = next((f for cls, f in makers if isinstance(m, cls)), None)
-        if maker is not None and "forward" not in vars(m):
-            m.forward = maker(m)
-            patched.append(m)
-    try:
-        yield
-    finally:
-        for m in patched:
-            del m.forward
+    maker = next((f for cls, f in makers if isinstance(m, cls)), None)
+    return None if maker is None else maker(m)
 
 
 def _expect_traced(m, x) -> TracedQTensor:

@@ -9,7 +9,6 @@ state-dict keys); the gates are reordered from PyTorch's (i, f, g, o) to ONNX's
 """
 from __future__ import annotations
 
-import contextlib
 
 from ..ops.registry import AbstractValue, Op, apply
 from .mapping import maps
@@ -30,20 +29,11 @@ def _never_run(xp, *arrays, **params):
 LSTM_OP = Op("lstm", _never_run, infer=_lstm_infer, n_outputs=3)
 
 
-@contextlib.contextmanager
-def lstm_as_one_op(model):
-    """Within: every plain nn.LSTM in ``model`` records one ``lstm`` instruction."""
+def stand_in_forward(m):
+    """The forward that records one ``lstm`` instruction, for a plain nn.LSTM; else
+    None (see ``capture._stand_ins``)."""
     from ..nn.layers.rnn import LSTM
-    patched = []
-    for _, m in (model.named_modules() if hasattr(model, "named_modules") else ()):
-        if isinstance(m, LSTM) and not m.proj_size and "forward" not in vars(m):
-            m.forward = _traced_forward(m)
-            patched.append(m)
-    try:
-        yield
-    finally:
-        for m in patched:
-            del m.forward
+    return _traced_forward(m) if isinstance(m, LSTM) and not m.proj_size else None
 
 
 def _traced_forward(m):
