@@ -145,9 +145,8 @@ def setup(work: str) -> dict:
     sys.path.insert(0, ROOT)
     sys.path.insert(0, HERE)
     import ember
-    from ember import nn, quant
-    from ember.data.datasets import Digits
-    from tests.quant.test_static import _cnn
+    from ember import quant
+    from tests.quant.test_static import trained_digits_cnn
     from training import build
     rng = np.random.default_rng(0)
     inputs = {}
@@ -168,18 +167,7 @@ def setup(work: str) -> dict:
                           dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
 
     # the Digits CNN of tests/quant: 4 epochs of Adam, static int8 with 8 calibration batches
-    ember.manual_seed(0)
-    train = ember.data.DataLoader(Digits(train=True), batch_size=64, shuffle=True)
-    test = ember.data.DataLoader(Digits(train=False), batch_size=128)
-    model = _cnn()
-    opt = ember.optim.Adam(model.parameters(), lr=3e-3)
-    for _ in range(4):
-        for x, y in train:
-            loss = nn.functional.cross_entropy(model(x), y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-    model.eval()
+    model, train, test = trained_digits_cnn()
     prepared = quant.prepare(model)
     quant.calibrate(prepared, train, num_batches=8)
     qmodel = quant.convert(prepared)

@@ -1,6 +1,5 @@
 """Static int8 quantization and QAT: the integer path is exact integer arithmetic, the
 Digits CNN keeps its accuracy and shrinks on disk, QAT trains and converts."""
-import io
 
 import numpy as np
 import pytest
@@ -16,8 +15,9 @@ def _cnn():
                          nn.Flatten(), nn.Linear(256, 128), nn.ReLU(), nn.Linear(128, 10))
 
 
-@pytest.fixture(scope="module")
-def digits():
+def trained_digits_cnn():
+    """(model in eval mode, train loader, test loader): the CNN after 4 epochs of Adam on
+    Digits, seeded (bench/inference.py uses it too)."""
     ember.manual_seed(0)
     train = ember.data.DataLoader(Digits(train=True), batch_size=64, shuffle=True)
     test = ember.data.DataLoader(Digits(train=False), batch_size=128)
@@ -30,6 +30,11 @@ def digits():
             loss.backward()
             opt.step()
     return model.eval(), train, test
+
+
+@pytest.fixture(scope="module")
+def digits():
+    return trained_digits_cnn()
 
 
 def _requantize_reference(acc, bias, sx, sw, so, zo, relu, axis):
