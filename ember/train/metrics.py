@@ -143,7 +143,20 @@ def _kept(target: np.ndarray, ignore_index: int | None) -> np.ndarray:
     return target != ignore_index
 
 
-class Accuracy(Metric):
+class _Fraction(Metric):
+    """A share of the samples seen: ``correct / total``, counted by ``update``."""
+    _state = ("correct", "total")
+
+    def compute(self) -> float:
+        if self.total == 0:
+            raise self._empty()
+        return self.correct / self.total
+
+    def reset(self) -> None:
+        self.correct, self.total = 0, 0
+
+
+class Accuracy(_Fraction):
     """The fraction of samples whose predicted class is the target.
 
     Args:
@@ -154,7 +167,6 @@ class Accuracy(Metric):
     """
 
     name = "accuracy"
-    _state = ("correct", "total")
 
     def __init__(self, threshold: float = 0.5, ignore_index: int | None = None) -> None:
         self.threshold, self.ignore_index = threshold, ignore_index
@@ -170,16 +182,8 @@ class Accuracy(Metric):
         self.correct += int((pred == target)[keep].sum())
         self.total += int(keep.sum())
 
-    def compute(self) -> float:
-        if self.total == 0:
-            raise self._empty()
-        return self.correct / self.total
 
-    def reset(self) -> None:
-        self.correct, self.total = 0, 0
-
-
-class TopKAccuracy(Metric):
+class TopKAccuracy(_Fraction):
     """The fraction of samples whose target is among the ``k`` highest scores (ties at
     the k-th score count as in, as ``torch.topk`` may pick either).
 
@@ -187,8 +191,6 @@ class TopKAccuracy(Metric):
         k: how many of the top scores count.
         ignore_index: a target value that is not counted (padding).
     """
-
-    _state = ("correct", "total")
 
     def __init__(self, k: int = 5, ignore_index: int | None = None) -> None:
         if not isinstance(k, int) or k < 1:
@@ -215,14 +217,6 @@ class TopKAccuracy(Metric):
         higher = (scores > mine).sum(-1)
         self.correct += int((higher < self.k).sum())
         self.total += int(target.size)
-
-    def compute(self) -> float:
-        if self.total == 0:
-            raise self._empty()
-        return self.correct / self.total
-
-    def reset(self) -> None:
-        self.correct, self.total = 0, 0
 
 
 _AVERAGES = ("micro", "macro", "weighted", "binary")
