@@ -37,6 +37,8 @@ BATCHES = (1, 64)
 FRAMEWORKS = ("ember", "ember_jit", "ort", "torch")
 LABEL = {"ember": "ember", "ember_jit": "ember.jit", "ort": "ONNX RT", "torch": "PyTorch"}
 DIGITS = ("digits_float", "digits_int8")  # run by the ember and ort workers
+# a wide Linear (1024 -> 1024), float32 and dynamic int8: where integer products pay
+LINEAR = ("linear_f32", "linear_int8")
 TARGET_S = 0.2  # time spent measuring one cell in one process
 
 
@@ -100,7 +102,12 @@ def worker(framework: str, work: str) -> dict:
             fn = ember.jit(model) if framework == "ember_jit" else model
             runners[wl] = (lambda f: lambda x: f(ember.from_numpy(x)))(fn)
         if framework == "ember":
-            for name, model in _digits_models(ember, work).items():
+            models = _digits_models(ember, work)
+            ember.manual_seed(0)
+            models["linear_f32"] = ember.nn.Linear(1024, 1024)
+            models["linear_int8"] = ember.quant.DynamicQuantizedLinear.from_float(
+                models["linear_f32"])
+            for name, model in models.items():
                 runners[name] = (lambda f: lambda x: f(ember.from_numpy(x)))(model)
         grad_off = ember.no_grad
         to_numpy = lambda y: y.numpy()  # noqa: E731
@@ -174,6 +181,8 @@ def setup(work: str) -> dict:
     images = np.concatenate([x.numpy() for x, _ in test])
     for batch in BATCHES:
         inputs[f"digits_float_{batch}"] = inputs[f"digits_int8_{batch}"] = images[:batch]
+        inputs[f"linear_f32_{batch}"] = inputs[f"linear_int8_{batch}"] = \
+            rng.standard_normal((batch, 1024), dtype=np.float32)
     files = {}
     for name, m in (("digits_float", model), ("digits_int8", qmodel)):
         weights = os.path.join(work, f"{name}.safetensors")
@@ -269,6 +278,10 @@ def main() -> None:
           f"{f32['onnx']:,} B -> {i8['onnx']:,} B ({f32['onnx'] / i8['onnx']:.2f}x); "
           f"accuracy {f32['accuracy']:.2f} % -> {i8['accuracy']:.2f} %; ORT int8 vs "
           f"ember int8 max |diff| {diffs[('ort', 'digits_int8')]:.1e}")
+    for batch in BATCHES:
+        f32, i8 = (med[("ember", f"{n}/{batch}")] for n in LINEAR)
+        print(f"Linear 1024x1024, batch {batch}: float32 {ms(f32)} ms, dynamic int8 "
+              f"{ms(i8)} ms ({i8 / f32:.2f}x)")
     load_end = os.getloadavg()
     print(f"load average {load_start[0]:.2f} at start, {load_end[0]:.2f} at end; "
           f"{elapsed:.0f} s; OPENBLAS_CORETYPE "

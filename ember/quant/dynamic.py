@@ -13,7 +13,7 @@ from ..nn.layers.rnn import LSTM
 from ..nn.module import Module
 from ..ops.creation import from_numpy
 from ..tensor import Tensor
-from .int_gemm import int_matmul
+from .int_gemm import uint8_rows_product
 from .qconfig import default_weight_observer
 from .qparams import calculate_qparams, qint8, quint8
 from .weights import PackedWeight, quantize_weight, register_weight_buffers
@@ -27,21 +27,29 @@ _ACTIVATION_ABSMAX = 255
 def quantize_activation(x: np.ndarray) -> tuple[np.ndarray, float, int]:
     """``(centred integers q - zp as float32, scale, zero_point)``: ``x`` quantized to
     uint8 over its own range (widened to include 0)."""
+    q, scale, zero_point = quantize_activation_uint8(x)
+    return q.astype(np.float32) - np.float32(zero_point), scale, zero_point
+
+
+def quantize_activation_uint8(x: np.ndarray) -> tuple[np.ndarray, float, int]:
+    """``(uint8 q, scale, zero_point)``: ``x`` quantized over its own range (widened to
+    include 0)."""
     if x.size:
         lo, hi = float(x.min()), float(x.max())
     else:
         lo = hi = 0.0
     scale, zero_point = calculate_qparams(lo, hi, 0, 255, False, quint8)
     scale, zero_point = float(scale), int(zero_point)
-    q = np.clip(np.rint(x / np.float32(scale)), -zero_point, 255 - zero_point)
-    return q.astype(np.float32, copy=False), scale, zero_point
+    q = np.rint(x / np.float32(scale))
+    q += np.float32(zero_point)
+    return np.clip(q, 0, 255, out=q).astype(np.uint8), scale, zero_point
 
 
 def dynamic_linear(x: np.ndarray, packed: PackedWeight, weight_scale: np.ndarray,
                    bias: np.ndarray | None) -> np.ndarray:
     """``x (M, K) @ W.T + b`` with ``x`` quantized on the fly and ``W`` int8."""
-    centred, scale, _ = quantize_activation(x)
-    acc = int_matmul(centred.astype(packed.dtype, copy=False), packed.matrix)
+    q, scale, zero_point = quantize_activation_uint8(x)
+    acc = uint8_rows_product(q, zero_point, packed)
     out = acc.astype(np.float32) * (np.float32(scale) * weight_scale)
     if bias is not None:
         out += bias

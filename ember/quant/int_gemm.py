@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import EmberValueError
 
-__all__ = ["exact_float_dtype", "int_matmul"]
+__all__ = ["exact_float_dtype", "int_matmul", "uint8_rows_product"]
 
 _F32_EXACT = 2 ** 24
 _F64_EXACT = 2 ** 53
@@ -36,3 +36,19 @@ def int_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a @ b`` as int32, exact, where ``a`` and ``b`` hold integer values (in any
     integer or float dtype) already of the float dtype :func:`exact_float_dtype` chose."""
     return np.rint(np.matmul(a, b)).astype(np.int32)
+
+
+def uint8_rows_product(x: np.ndarray, x_zero_point: int, packed) -> np.ndarray:
+    """``sum_k (x[m, k] - x_zp) * (w[n, k] - w_zp[n])`` as int32 ``(M, N)`` for uint8
+    rows ``x`` and a :class:`~ember.quant.weights.PackedWeight`: on the CPU's int8
+    dot-product instructions where it has them (:mod:`ember.quant.int8_gemm`), else
+    exactly on float BLAS; the same integers either way."""
+    if packed.int8 is not None:
+        acc = int8_gemm.accumulate(x, x_zero_point, packed.int8)
+        if acc is not None:
+            return acc
+    centred = x.astype(packed.dtype) - packed.dtype.type(x_zero_point)
+    return int_matmul(centred, packed.matrix)
+
+
+from . import int8_gemm  # noqa: E402

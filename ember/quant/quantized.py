@@ -18,7 +18,7 @@ from ..nn.module import Module
 from ..ops.conv import geometry, grid_to_output, im2col
 from ..ops.creation import from_numpy
 from ..tensor import Tensor
-from .int_gemm import int_matmul
+from .int_gemm import int_matmul, uint8_rows_product
 from .qparams import QTensor, quantize_array, quint8
 from .weights import PackedWeight, quantize_weight, register_weight_buffers
 
@@ -159,8 +159,9 @@ class QuantizedLinear(_QuantizedWeighted):
             raise ShapeError(f"{type(self).__name__}: expected input with {self.in_features} "
                              f"features in its last dimension, got shape {x.shape}")
         packed = self.packed()
-        rows = self._centred_input(x, packed.dtype).reshape(-1, self.in_features)
-        return int_matmul(rows, packed.matrix).reshape(x.shape[:-1] + (self.out_features,))
+        rows = x.data.reshape(-1, self.in_features)
+        acc = uint8_rows_product(rows, x.zero_point, packed)
+        return acc.reshape(x.shape[:-1] + (self.out_features,))
 
     def forward(self, x: QTensor) -> QTensor:
         acc = self.accumulate(x)

@@ -7,6 +7,7 @@ import numpy as np
 from ..nn.module import Module
 from ..ops.creation import from_numpy
 from ..tensor import Tensor
+from . import int8_gemm
 from .int_gemm import exact_float_dtype
 from .qparams import quantize_array
 
@@ -56,3 +57,7 @@ class PackedWeight:
         self.matrix = np.ascontiguousarray(centred.T.astype(self.dtype))
         self.row_major = np.ascontiguousarray(centred.astype(self.dtype))
         self.activation_absmax = activation_absmax
+        # the same weight for the int8 kernel (int8 rows, when the weight is in int8 range)
+        self.int8 = None
+        if int8_gemm.available() and q.dtype == np.int8 and q.ndim >= 1:
+            self.int8 = int8_gemm.PackedInt8Weight(q.reshape(q.shape[0], -1), zero_point)
