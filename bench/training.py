@@ -18,9 +18,11 @@ def batch(workload: str):
     return x[:, :-1], x[:, 1:]
 
 
-def build(lib, workload: str):
-    """(model, optimizer, loss_fn) for ``lib`` (``ember`` or ``torch``)."""
+def build(lib, workload: str, gpt_shape: tuple = (V, T, D, H, L)):
+    """(model, optimizer, loss_fn) for ``lib`` (``ember`` or ``torch``); ``gpt_shape``
+    (vocab, context, width, heads, blocks) sizes the gpt workload's model."""
     nn, F = lib.nn, lib.nn.functional
+    V, T, D, H, L = gpt_shape
 
     class Block(nn.Module):
         def __init__(self):
@@ -33,7 +35,7 @@ def build(lib, workload: str):
             q, k, v = self.qkv(self.ln1(x)).split(D, dim=2)
             q, k, v = [z.view(b, t, H, D // H).transpose(1, 2) for z in (q, k, v)]
             att = (q @ k.transpose(-2, -1)) / (D // H) ** 0.5
-            mask = lib.triu(lib.ones(t, t, dtype=lib.bool), 1)
+            mask = lib.triu(lib.ones(t, t, dtype=lib.bool, device=x.device), 1)
             att = att.masked_fill(mask, float("-inf")).softmax(-1)
             y = (att @ v).transpose(1, 2).reshape(b, t, D)
             x = x + self.proj(y)

@@ -27,6 +27,13 @@ from .ops.index import index_put  # noqa: F401
 from .ops.linalg import *  # noqa: F401,F403
 from .ops.movement import *  # noqa: F401,F403
 from .ops.selection import *  # noqa: F401,F403
+from .ops.statistics import *  # noqa: F401,F403
+from .ops.scan_extra import *  # noqa: F401,F403
+from .ops.math_extra import *  # noqa: F401,F403
+from .ops.special_fns import digamma, erfinv, i0, lgamma, mvlgamma, polygamma  # noqa: F401
+from .ops.linalg_extra import TOP_LEVEL as _TOP_LEVEL_LINALG
+globals().update(_TOP_LEVEL_LINALG)
+from . import linalg, special  # noqa: E402,F401
 from . import autograd
 from .autograd import (enable_grad, inference_mode, is_grad_enabled,
                        is_inference_mode_enabled, no_grad, set_grad_enabled)
@@ -48,6 +55,7 @@ from . import train  # noqa: E402
 from . import models  # noqa: E402
 from . import peft, prune  # noqa: E402
 from . import amp  # noqa: E402
+from . import cuda  # noqa: E402
 from . import quant  # noqa: E402
 from . import onnx  # noqa: E402  (the onnx package itself is imported when an export runs)
 from .pretrained import load_pretrained, save_pretrained  # noqa: E402

@@ -20,11 +20,9 @@ import tempfile
 from typing import Any, BinaryIO, Union
 
 import numpy as np
-import safetensors
-import safetensors.numpy
 
 from . import dtypes as dt
-from .backends import CPU, Device, device as _device
+from .backends import CPU, Device, placement
 from .errors import EmberError, EmberTypeError
 from .tensor import Tensor
 
@@ -46,6 +44,19 @@ _DTYPES = {"BOOL": dt.bool, "U8": dt.uint8, "I8": dt.int8, "I16": dt.int16,
 # Unsigned types ember lacks: read into int64, values kept (uint64 only where they fit).
 _WIDENED = {"U16": np.uint16, "U32": np.uint32, "U64": np.uint64}
 _NUMPY_SCALARS = (np.bool_, np.integer, np.floating)
+
+
+def _safetensors(what: str):
+    """The safetensors package (imported on first use, so ``import ember`` works
+    without it)."""
+    try:
+        import safetensors
+        import safetensors.numpy  # noqa: F401
+    except ImportError as exc:
+        raise EmberError(f"{what}: ember's files are safetensors files, and the "
+                         f"safetensors package is not installed ({exc}); pip install "
+                         f"safetensors") from None
+    return safetensors
 
 
 class CheckpointError(EmberError):
@@ -121,7 +132,7 @@ def _serialize(obj) -> bytes:
     structure = encoder.encode(obj)
     metadata = {"format": _FORMAT, "ember.version": _VERSION,
                 _STRUCTURE_KEY: json.dumps(structure, separators=(",", ":"))}
-    return safetensors.numpy.save(encoder.arrays, metadata=metadata)
+    return _safetensors("save").numpy.save(encoder.arrays, metadata=metadata)
 
 
 def _write_all(fileobj: BinaryIO, data: bytes) -> None:
@@ -213,10 +224,28 @@ def save(obj: Any, f: FileLike) -> None:
 
 
 # Loading ------------------------------------------------------------------------------
+class CheckpointFileError(CheckpointError, OSError):
+    """A path :func:`load` can't open: missing, a directory, unreadable. Also an
+    ``OSError`` (``FileNotFoundError``, ``IsADirectoryError``...), as ``torch.load``
+    raises there."""
+
+
+def _file_error(path: str, exc: OSError) -> CheckpointError:
+    kinds = {FileNotFoundError: "does not exist", IsADirectoryError: "is a directory, not a file",
+             PermissionError: "can't be read (permission denied)"}
+    what = kinds.get(type(exc), f"can't be read ({exc.strerror or exc})")
+    cls = type(exc).__name__ + "CheckpointError"
+    err_type = type(cls, (CheckpointFileError, type(exc)), {"__module__": __name__})
+    return err_type(f"load: {path!r} {what}")
+
+
 def _read(f: FileLike) -> tuple[bytes, str]:
     if isinstance(f, (str, os.PathLike)):
-        with open(f, "rb") as fh:
-            return fh.read(), repr(os.fspath(f))
+        try:
+            with open(f, "rb") as fh:
+                return fh.read(), repr(os.fspath(f))
+        except OSError as exc:
+            raise _file_error(os.fspath(f), exc) from None
     if not callable(getattr(f, "read", None)):
         raise EmberTypeError(f"load: f must be a path or a binary file object, got "
                              f"{type(f).__name__}")
@@ -267,6 +296,8 @@ def _parse_header(data: bytes, source: str) -> dict:
 
 def _to_array(name: str, info: dict, source: str) -> np.ndarray:
     code, shape = info["dtype"], info["shape"]
+    if code == "BOOL":  # any nonzero byte is True (NumPy would keep the raw byte)
+        return np.frombuffer(info["data"], dtype=np.uint8).reshape(shape) != 0
     if code in _DTYPES:
         arr = np.frombuffer(info["data"], dtype=_DTYPES[code].np).reshape(shape)
         return arr if arr.flags.aligned else arr.copy()
@@ -282,6 +313,7 @@ def _to_array(name: str, info: dict, source: str) -> np.ndarray:
 
 
 def _read_tensors(data: bytes, header: dict, source: str) -> dict[str, np.ndarray]:
+    safetensors = _safetensors("load")
     try:
         entries = dict(safetensors.deserialize(data))
     except safetensors.SafetensorError as exc:
@@ -341,7 +373,10 @@ def _map_location(map_location) -> Device:
     if map_location is None:
         return CPU
     if isinstance(map_location, (str, Device)):
-        return _device(map_location)
+        try:
+            return placement(map_location)  # 'cuda' is the current GPU, as in PyTorch
+        except EmberError as exc:
+            raise EmberError(f"load: map_location {str(map_location)!r}: {exc}") from None
     raise EmberTypeError(f"load: map_location must be None, a device or a device string, "
                          f"got {type(map_location).__name__}")
 

@@ -10,7 +10,7 @@ import numpy as np
 from . import dtypes as _dt
 from .autograd import grad_mode
 from .autograd.graph import RemovableHandle, run_backward
-from .backends import CPU, device as _device
+from .backends import CPU, Device, device as _device, placement
 from .errors import EmberError, EmberTypeError
 
 _ndarray = np.ndarray
@@ -108,7 +108,8 @@ class Tensor:
         return bool(self._data.flags.c_contiguous)
 
     def data_ptr(self) -> int:
-        return self._data.__array_interface__["data"][0] if self._device is CPU else 0
+        """The address of the first element (a GPU address for a tensor on a GPU)."""
+        return self._device.backend.data_ptr(self._data)
 
     def is_floating_point(self) -> bool:
         return self._dtype.is_floating_point
@@ -390,11 +391,12 @@ class Tensor:
         """
         dev, dtype, copy = _to_args(args, kwargs)
         out = self
-        if dev is not None and dev != self._device:
+        if dev is not None and dev is not self._device:
             try:
-                dev.backend
+                dev = placement(dev)  # 'cuda' is the current GPU: 'cuda:0' by default
             except EmberError as exc:
                 raise EmberError(f"to: {exc}") from None
+        if dev is not None and dev is not self._device:
             from .ops.creation import to_device
             out = to_device(out, dev)
         if dtype is not None and dtype is not out._dtype:
@@ -420,8 +422,12 @@ class Tensor:
         return self.to("cpu")
 
     def cuda(self, device=None) -> "Tensor":
-        """This tensor on a CUDA device (raises where CUDA is unavailable)."""
-        return self.to("cuda" if device is None else _device("cuda", device))
+        """This tensor on a CUDA device: the current GPU, or ``device`` (an index,
+        ``"cuda:1"`` or a device); raises where CUDA is unavailable."""
+        if device is None:
+            return self.to("cuda")
+        return self.to(_device(device) if isinstance(device, (str, Device)) else
+                       _device("cuda", device))
 
     def float(self, memory_format=None) -> "Tensor":
         """``self.to(ember.float32)``."""

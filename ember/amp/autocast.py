@@ -13,6 +13,7 @@ import threading
 
 from .. import dtypes as dt
 from ..autograd import grad_mode
+from ..backends import is_device_type
 from ..errors import EmberError, EmberTypeError
 from ..ops import registry
 from ..ops.elementwise import cast as _cast
@@ -24,6 +25,17 @@ __all__ = ["autocast", "is_autocast_enabled", "get_autocast_dtype",
 
 _DEVICE_TYPES = ("cpu", "cuda")
 _DEFAULT_DTYPES = {"cpu": "bfloat16", "cuda": "float16"}
+
+
+def _device_types() -> tuple:
+    """The device types autocast takes: the CPU, CUDA and any other registered backend."""
+    from ..backends import _BACKENDS
+    return _DEVICE_TYPES + tuple(sorted(set(_BACKENDS) - set(_DEVICE_TYPES)))
+
+
+def _default_dtype(device_type: str) -> str:
+    # PyTorch's defaults; an accelerator ember has no default for gets CUDA's
+    return _DEFAULT_DTYPES.get(device_type, "float16")
 
 
 class _AutocastState(threading.local):
@@ -69,11 +81,11 @@ class autocast:
 
     def __init__(self, device_type: str = "cpu", dtype=None, enabled: bool = True,
                  cache_enabled: bool = True):
-        if not isinstance(device_type, str) or device_type not in _DEVICE_TYPES:
+        if not is_device_type(device_type):
             raise EmberError(f"autocast: unsupported device_type {device_type!r}; expected "
-                             f"one of {', '.join(repr(d) for d in _DEVICE_TYPES)}")
+                             f"one of {', '.join(repr(d) for d in _device_types())}")
         if dtype is None:
-            dtype = dt.as_dtype(_DEFAULT_DTYPES[device_type])
+            dtype = dt.as_dtype(_default_dtype(device_type))
         else:
             dtype = dt.as_dtype(dtype, "autocast")
         if dtype not in _supported_dtypes():
@@ -162,10 +174,10 @@ def get_autocast_dtype(device_type: str = "cpu"):
     found = _state.dtypes.get(device_type)
     if found is not None:
         return found
-    if device_type not in _DEFAULT_DTYPES:
+    if not is_device_type(device_type):
         raise EmberError(f"get_autocast_dtype: unsupported device_type {device_type!r}; "
-                         f"expected one of {', '.join(repr(d) for d in _DEVICE_TYPES)}")
-    return dt.as_dtype(_DEFAULT_DTYPES[device_type])
+                         f"expected one of {', '.join(repr(d) for d in _device_types())}")
+    return dt.as_dtype(_default_dtype(device_type))
 
 
 def is_autocast_cache_enabled() -> bool:

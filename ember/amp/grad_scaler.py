@@ -18,7 +18,8 @@ from .. import dtypes as dt
 from ..autograd import grad_mode
 from ..errors import EmberError, EmberTypeError, EmberValueError
 from ..ops.creation import tensor as _tensor
-from ..ops.logical import isfinite
+from ..backends import is_device_type
+from ..ops.logical import isfinite, logical_not, logical_or
 from ..tensor import Tensor
 
 __all__ = ["GradScaler", "GradScalerStateError"]
@@ -72,7 +73,7 @@ class GradScaler:
     def __init__(self, device: str = "cpu", init_scale: float = 2.0 ** 16,
                  growth_factor: float = 2.0, backoff_factor: float = 0.5,
                  growth_interval: int = 2000, enabled: bool = True):
-        if not isinstance(device, str) or device not in ("cpu", "cuda"):
+        if not is_device_type(device):
             raise EmberError(f"GradScaler: unsupported device {device!r}; expected 'cpu' "
                              "or 'cuda'")
         self._device = device
@@ -161,6 +162,7 @@ class GradScaler:
     def _unscale_grads(self, optimizer, inv_scale: np.float32) -> dict:
         found: dict[str, float] = {}
         inverses: dict = {}
+        nonfinite: dict = {}  # device -> 0-d bool tensor: a gradient there has inf/NaN
         with grad_mode.no_grad():
             for group in optimizer.param_groups:
                 for param in group["params"]:
@@ -172,14 +174,17 @@ class GradScaler:
                                               "float16 gradients; keep the parameters in "
                                               "float32 and use autocast for the ops")
                     device = grad.device
-                    found.setdefault(device.type, 0.0)
-                    if not isfinite(grad).all().item():
-                        found[device.type] = 1.0
+                    bad = logical_not(isfinite(grad).all())
+                    nonfinite[device] = bad if device not in nonfinite else \
+                        logical_or(nonfinite[device], bad)
                     inv = inverses.get(device)
                     if inv is None:
                         inv = inverses[device] = _tensor(float(inv_scale), dtype=dt.float32,
                                                          device=device)
                     grad.mul_(inv)  # (as PyTorch: also when inf/NaN was found)
+        # One read per device (on a GPU, each read waits for the queued work).
+        for device, bad in nonfinite.items():
+            found[device.type] = max(found.get(device.type, 0.0), float(bad.item()))
         return found
 
     def step(self, optimizer, *args, **kwargs):

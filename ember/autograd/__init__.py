@@ -38,6 +38,10 @@ def _root_grads(outputs, grad_outputs, create_graph):
         elif tuple(g.shape) != tuple(out.shape):
             raise EmberError(f"Mismatch in shape: grad_output has a shape of "
                              f"{tuple(g.shape)} and output has a shape of {tuple(out.shape)}")
+        elif g.device is not out.device:
+            raise EmberError(f"backward: invalid gradient at index {len(result)} - expected "
+                             f"device {out.device} but got {g.device} (the gradient must be "
+                             f"on the output's device)")
         elif not create_graph:
             g = g.detach()
         result.append(g)

@@ -453,8 +453,8 @@ def _accumulate_leaf(t, grad, shared: bool, create_graph):
         data = grad._data
         if getattr(data, "_ember_tracer", False):
             pass  # a traced value: the compiled graph's outputs are never aliased
-        elif shared or data.base is not None or not data.flags.writeable \
-                or not data.flags.c_contiguous:
+        elif shared or data.base is not None or not getattr(data.flags, "writeable", True) \
+                or not data.flags.c_contiguous:  # (CuPy arrays are always writeable)
             grad = grad.clone() if create_graph else type(grad)._make(data.copy(), grad._device)
     accumulate_grad(t, grad, create_graph)
 

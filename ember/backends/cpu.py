@@ -13,6 +13,7 @@ from .base import Backend
 class CPUBackend(Backend):
     name = "cpu"
     xp = np
+    kernel_renderer = "c"  # ember.jit's fused kernels: generated C
 
     def asarray(self, data, dtype=None):
         return np.asarray(data, dtype=dtype)

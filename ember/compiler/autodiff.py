@@ -17,6 +17,7 @@ from ..errors import EmberError
 from ..ops.registry import Op
 from ..tensor import Tensor
 from .ir import Graph, Input, Value
+from .runtime import place
 from .trace import TracerArray, _target
 
 
@@ -137,12 +138,12 @@ class CompiledBackward:
                     f"{node.name()}, is at version {counter[0]}; expected version {version} "
                     "instead. Hint: modify it after backward(), or clone it first.")
         grads = grads if isinstance(grads, tuple) else (grads,)
-        xp = node.inputs[0].device.backend.xp
-        cot = [xp.zeros(shape, dtype.np) if g is None else g._data
+        ex = self.executor
+        cot = [ex.xp.zeros(shape, dtype.np) if g is None else place(g._data, g.device, ex.device)
                for g, (shape, dtype) in zip(grads, self.out_avals)]
-        _, _, results = self.executor.run(node.params["residuals"] + cot)
-        device = node.inputs[0].device
-        return tuple(None if r is None else Tensor._make(r, device) for r in results)
+        _, _, results = ex.run(node.params["residuals"] + cot)
+        return tuple(None if r is None else Tensor._make(place(r, ex.device, t.device), t.device)
+                     for r, t in zip(results, node.inputs))
 
     @staticmethod
     def _release(node) -> bool:

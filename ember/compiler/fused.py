@@ -4,9 +4,11 @@ that :func:`~ember.compiler.passes.fuse.fuse_elementwise` puts into one instruct
 A :class:`FusedKernel` has the same ``forward(xp, *arrays)`` as a registry op, so the
 executor runs it like any other. What it computes is a small program over local values:
 its inputs, scalar literals (folded graph constants), then one value per :class:`Step`.
-How it runs is chosen once, by :func:`ember.compiler.codegen.prepare_kernels`: a
-generated C loop nest (``codegen/c.py``), or, with no C compiler or with
-``EMBER_JIT_BACKEND=numpy``, the steps' own NumPy forwards in order.
+How it runs is chosen once, by :func:`ember.compiler.codegen.prepare_kernels`, from the
+device of the graph's tensors: a generated C loop nest (``codegen/c.py``) or CUDA kernel
+(``codegen/cuda.py``), or — with no C compiler, ``EMBER_JIT_BACKEND=numpy``, or a
+backend whose renderer is ``"numpy"`` — the steps' own forwards in order, with the
+backend's array module.
 
 Every value lies on the kernel's *domain* (the shape of its largest values). The
 :func:`plan_layout` of a kernel merges neighbouring dims of the domain that every value
@@ -127,8 +129,9 @@ class FusedKernel:
                       [(s.shape, s.dtype) for s in self.steps])
         self.layout = None
         self.schedule = None
-        self.backend = None  # once prepared: "c", "numpy", "c-pending" (not compiled yet)
+        self.backend = None  # once prepared: "c", "cuda", "numpy", "c-pending" (not compiled yet)
         self._run = None
+        self._placed = (np, self.literals)  # (array module, the literals as its arrays)
         self._plan()
 
     # What it computes -----------------------------------------------------------------
@@ -170,10 +173,10 @@ class FusedKernel:
         """The kernel's outputs for ``arrays`` (an array, or a tuple of them).
         ``out``: per output, an array to write it into, or None (the memory plan
         writes parameter updates straight into the parameters)."""
-        if xp is not np:
-            return self.evaluate(xp, *arrays, out=out)
         run = self._run
         if run is None:
+            if xp is not np:  # never prepared for a device: its steps, with xp
+                return self.evaluate(xp, *arrays, out=out)
             from .codegen import prepare_kernels
             prepare_kernels([self])
             run = self._run
@@ -202,7 +205,7 @@ class FusedKernel:
                     r = o
                 placed.append(r)
             return placed[0] if self.n_outputs == 1 else tuple(placed)
-        env = list(arrays) + self.literals + [None] * len(self.steps)
+        env = list(arrays) + self._literals_in(xp) + [None] * len(self.steps)
         free: dict = {}
         owned = set()  # values whose buffer this evaluation made
         base = self.first_step
@@ -231,6 +234,15 @@ class FusedKernel:
         if self.n_outputs == 1:
             return env[self.outputs[0]]
         return tuple(env[o] for o in self.outputs)
+
+    def _literals_in(self, xp) -> list:
+        """The literals as arrays of ``xp`` (made once per array module: another
+        device's array module may not mix its arrays with NumPy's)."""
+        placed_xp, literals = self._placed
+        if placed_xp is not xp:
+            literals = [xp.asarray(a) for a in self.literals]
+            self._placed = (xp, literals)
+        return literals
 
     def _reusable(self, i, step, env, owned, free):
         """A dead buffer of this step's shape and dtype, if one is at hand: first one

@@ -6,6 +6,10 @@ other arguments' values, grad mode, the default dtype, the autocast state and th
 ``training`` flags of the modules the function reaches. State the graph reads
 (parameters, optimizer state, gradients) is checked as it is fetched. Every retrace
 records its reason.
+
+A graph runs on the device of the tensors it reads (one device; a 0-d CPU tensor may
+join, as in eager mode): the same passes and memory plan everywhere, its fused kernels
+lowered by that device's renderer (generated C on the CPU, CUDA C on CUDA).
 """
 from __future__ import annotations
 
@@ -21,12 +25,12 @@ from ..autograd import grad_mode
 from ..errors import EmberError
 from ..ops import registry
 from ..tensor import Tensor
-from . import passes
+from . import codegen, passes
 from .explain import explain_compiled, snapshot
 from ..backends import CPU
 from .autodiff import CompiledBackward, split, trace_backward
 from .runtime import (GuardFailure, NumpyExecutor, apply_updates, fetch_inputs, input_target,
-                      resolve, target_key)
+                      place, resolve, target_key)
 from .trace import DataDependentError, Trace, TraceError
 
 CACHE_SIZE = 8
@@ -133,8 +137,9 @@ class Specialization:
     """One traced and optimised graph, and how to feed and apply it."""
 
     def __init__(self, graph, trace: Trace, out_tree, reason: str, trace_seconds: float,
-                 original=None, backward=None, name: str = "fn"):
+                 original=None, backward=None, name: str = "fn", device=CPU, args=()):
         self.graph = graph
+        self.device = device
         self.original = original  # the graph before the passes (for explain)
         self.out_tree = out_tree
         self.grad_guards = trace.grad_guards()
@@ -144,7 +149,17 @@ class Specialization:
         self.host_calls = trace.host_calls
         self.reason = reason
         self.trace_seconds = trace_seconds
-        self.executor = NumpyExecutor(graph)
+        # inputs of tensors on another device (0-d CPU tensors): copied over at each
+        # call, and their updates written back after the run
+        self.placed = []
+        for j, inp in enumerate(graph.inputs):
+            source = _input_device(inp, args)
+            if source is not None and source is not device:
+                self.placed.append((j, source))
+        self.device_guards = [(inp.source, inp.source._device) for inp in graph.inputs
+                              if inp.kind == "data"]
+        self.executor = NumpyExecutor(graph, device=device,
+                                      keep_inputs={j for j, _ in self.placed})
         # grads the graph replaces without reading: dropped before it runs (as
         # zero_grad does eagerly), so old and new gradients never coexist
         read = {target_key(inp.source) for inp in graph.inputs if inp.kind == "grad"}
@@ -157,7 +172,7 @@ class Specialization:
             bwd_graph, self.diff_targets, self.diff_outputs = backward
             self.n_outputs -= len(bwd_graph.inputs) - len(self.diff_outputs)  # residuals
             avals = [(v.shape, v.dtype) for v in (graph.outputs[i] for i in self.diff_outputs)]
-            self.backward = CompiledBackward(name, NumpyExecutor(bwd_graph),
+            self.backward = CompiledBackward(name, NumpyExecutor(bwd_graph, device=device),
                                              len(self.diff_outputs), avals)
             self.bwd_graph = bwd_graph
 
@@ -167,6 +182,9 @@ class Specialization:
             now = getter()
             if now != expected:
                 return f"{label} changed: {_short(expected)} -> {_short(now)}"
+        for t, device in self.device_guards:
+            if t._device is not device:
+                return f"a {list(t.shape)} tensor moved from {device} to {t._device}"
         for t, flag in self.flag_guards:
             if t._requires_grad != flag:
                 return (f"requires_grad of a {list(t.shape)} tensor changed: {flag} -> "
@@ -183,15 +201,17 @@ class Specialization:
         for fn, before in self.host_calls:
             if before:
                 fn()
-        inputs = fetch_inputs(self.graph, args)
+        device = self.device
+        inputs = fetch_inputs(self.graph, args, self.executor.xp)
+        for j, source in self.placed:
+            inputs[j] = place(inputs[j], source, device)
         for target in self.clear_first:
             resolve(target, args).grad = None
         outs, updates, _ = self.executor.run(inputs)
-        apply_updates(self.graph, args, updates, inputs)
+        apply_updates(self.graph, args, updates, inputs, device)
         for fn, before in self.host_calls:
             if not before:
                 fn()
-        device = args[0]._device if args else CPU
         leaves = [Tensor._make(a, device) if same is None else resolve(same, args)
                   for a, same in zip(outs[:self.n_outputs], self.returns_state)]
         if self.backward is not None:
@@ -225,7 +245,7 @@ class CompiledFunction:
         # which arguments are the same tensor (the graph reads a repeated one once)
         aliases = tuple(ids.index(i) for i in ids) if len(set(ids)) < len(ids) else None
         return ((tree, aliases),
-                tuple((t._data.shape, t._dtype, t._requires_grad, t.grad is None)
+                tuple((t._data.shape, t._dtype, t._requires_grad, t.grad is None, t._device)
                       for t in leaves),
                 grad_mode._state.enabled, dtypes.get_default_dtype(),
                 registry._autocast.key,
@@ -274,7 +294,7 @@ class CompiledFunction:
 
     def _trace_and_run(self, args, kwargs, leaves, key, reason):
         start = time.perf_counter()
-        trace = Trace()
+        trace = Trace(_device_hint(leaves, self._modules))
         try:
             with trace:
                 for i, t in enumerate(leaves):
@@ -303,6 +323,8 @@ class CompiledFunction:
             self.retraces.append(f"{reason} (not traceable: runs eagerly)")
             self._last_key = key
             return self.fn(*args, **kwargs)
+        device = _graph_device(trace, self.__name__)
+        renderer = codegen.renderer_for(device)
         original = snapshot(graph)  # the passes rewrite graph in place
         if self.optimize:
             graph = passes.optimize(graph, passes.SIMPLIFY)
@@ -310,12 +332,12 @@ class CompiledFunction:
         if targets is not None:
             graph, bwd_graph, _ = split(graph)
             if self.optimize:
-                bwd_graph = passes.optimize(bwd_graph, passes.LOWER)
+                bwd_graph = passes.lower(bwd_graph, renderer)
             backward = (bwd_graph, targets, diff)
         if self.optimize:
-            graph = passes.optimize(graph, passes.LOWER)
+            graph = passes.lower(graph, renderer)
         spec = Specialization(graph, trace, out_tree, reason, time.perf_counter() - start,
-                              original, backward, self.__name__)
+                              original, backward, self.__name__, device, leaves)
         known = {id(m) for m in self._modules}
         new = [m for m in trace.modules_called.values() if id(m) not in known]
         if new:  # modules the function reached in ways _modules_reached cannot see
@@ -350,6 +372,40 @@ class CompiledFunction:
         text = explain_compiled(self)
         print(text)
         return text
+
+
+def _device_hint(leaves, modules):
+    """The device a graph will run on, when the arguments or the modules' parameters
+    tell before tracing (so that 0-d CPU tensors read before any other join it)."""
+    for t in leaves:
+        if t._device is not CPU or t.ndim:
+            return t._device
+    for m in modules or ():
+        for p in m.parameters():
+            return p._device
+    return None
+
+
+def _graph_device(trace: Trace, name: str):
+    """The one device of the tensors the traced function read (CPU when none)."""
+    devices = sorted(trace.devices, key=str)
+    if len(devices) > 1:
+        raise EmberError(f"ember.jit: {name} reads tensors on several devices "
+                         f"({', '.join(map(str, devices))}); a compiled function runs on "
+                         "one device (0-d CPU tensors may join it): move them with "
+                         ".to(device) before the call")
+    return devices[0] if devices else trace.device or CPU
+
+
+def _input_device(inp, args):
+    """The device of the tensor a graph input reads (None for scalars and constants)."""
+    if inp.kind == "arg":
+        return args[inp.source]._device
+    if inp.kind == "data":
+        return inp.source._device
+    if inp.kind == "grad":
+        return resolve(inp.source, args)._device
+    return None
 
 
 def _returned_state(graph, n: int) -> list:
@@ -387,8 +443,9 @@ def _describe_node(node) -> str:
 
 
 def _sig(x):
-    shape, dtype, requires_grad, grad_none = x
-    return f"{dtype.name}{list(shape)}{' requires_grad' if requires_grad else ''}"
+    shape, dtype, requires_grad, grad_none, device = x
+    where = "" if device is CPU else f" on {device}"
+    return f"{dtype.name}{list(shape)}{' requires_grad' if requires_grad else ''}{where}"
 
 
 def _short(x) -> str:

@@ -4,14 +4,19 @@ and updates to the tensors of a call.
 The executor turns the instruction list into a flat program over numbered slots: each
 instruction calls its op's forward on the slots it reads and frees the slots nothing
 reads afterwards (so intermediate arrays die as early as in eager mode, or earlier).
+
+A graph runs on one device: every op gets that device's array module, the fused kernels
+are lowered by its renderer (:func:`~ember.compiler.codegen.renderer_for`), and the
+arrays the executor makes itself (constants, scalar inputs) are that backend's.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ..backends import CPU
 from ..errors import EmberError
 from ..tensor import Tensor
-from .codegen import prepare_kernels
+from . import codegen
 from .ir import Graph
 
 
@@ -34,9 +39,15 @@ LAYOUT_FREE = {"view": _reshape_forward}
 
 
 class NumpyExecutor:
-    """Runs a graph's instructions one by one with each op's NumPy forward."""
+    """Runs a graph's instructions one by one with each op's forward, on ``device``
+    (default the CPU). ``keep_inputs``: indices of inputs the run must not write into
+    (copies of tensors of another device: their updates are applied afterwards)."""
 
-    def __init__(self, graph: Graph, compile_now: bool = False):
+    def __init__(self, graph: Graph, compile_now: bool = False, device=None,
+                 keep_inputs=()):
+        self.device = CPU if device is None else device
+        self.backend = self.device.backend
+        self.xp = self.backend.xp
         slots: dict[int, int] = {}
 
         def slot(v):
@@ -45,7 +56,9 @@ class NumpyExecutor:
             return slots[v.id]
 
         self.input_slots = [slot(inp.value) for inp in graph.inputs]
-        self.constants = [(slot(c.value), c.array) for c in graph.constants]
+        # (constants are host arrays: see ember.compiler.trace)
+        self.constants = [(slot(c.value), self.backend.asarray(c.array))
+                          for c in graph.constants]
         keep = {v.id for v in graph.live_roots()}
         last_use: dict[int, int] = {}
         for i, ins in enumerate(graph.instrs):
@@ -63,11 +76,16 @@ class NumpyExecutor:
             program.append((forward, ins_slots, outs[0] if len(outs) == 1 else outs,
                             ins.params, frees, ins, None))
         self.program = program
-        prepare_kernels([ins.op for ins in graph.instrs], compile_now)
+        codegen.prepare_kernels([ins.op for ins in graph.instrs], compile_now,
+                                codegen.renderer_for(self.device))
         self.output_slots = [slot(v) for v in graph.outputs]
         self.update_slots = [None if u.value is None else slot(u.value) for u in graph.updates]
-        self.in_place = plan_in_place_updates(graph)  # instr index -> [(update, slots)]
         position = {inp.value.id: j for j, inp in enumerate(graph.inputs)}
+        self.in_place = {}  # instr index -> [(update, slots)]
+        for i, writes in plan_in_place_updates(graph).items():
+            writes = [w for w in writes if position[w[2]] not in keep_inputs]
+            if writes:
+                self.in_place[i] = writes
         for i, writes in self.in_place.items():
             copies = [(k, slots[vid], position[tid]) for k, vid, tid, o in writes if o is None]
             direct = [(k, o, position[tid]) for k, vid, tid, o in writes if o is not None]
@@ -77,12 +95,18 @@ class NumpyExecutor:
 
     def run(self, inputs: list) -> tuple[list, list, list]:
         """(output arrays, update arrays, gradient arrays) for the input arrays."""
+        if getattr(self.backend, "scoped", False):  # one of several GPUs
+            with self.backend.activate():
+                return self._run(inputs)
+        return self._run(inputs)
+
+    def _run(self, inputs: list) -> tuple[list, list, list]:
         env = [None] * self.n_slots
         for s, a in zip(self.input_slots, inputs):
             env[s] = a
         for s, a in self.constants:
             env[s] = a
-        xp = np
+        xp = self.xp
         written = set()
         for forward, ins, outs, params, frees, instr, writes in self.program:
             if writes is not None and writes[1]:  # outputs made in their tensors' arrays
@@ -106,13 +130,13 @@ class NumpyExecutor:
                 env[s] = None
             if writes is not None:  # parameters and optimizer state, updated in place
                 for k, value, target in writes[0]:
-                    np.copyto(inputs[target], env[value], casting="unsafe")
+                    xp.copyto(inputs[target], env[value], casting="unsafe")
                     env[value] = inputs[target]  # later readers read it there
                     written.add(k)
-        return ([_array(env[s]) for s in self.output_slots],
-                [WRITTEN if k in written else None if s is None else _array(env[s])
+        return ([_array(env[s], xp) for s in self.output_slots],
+                [WRITTEN if k in written else None if s is None else _array(env[s], xp)
                  for k, s in enumerate(self.update_slots)],
-                [None if s is None else _array(env[s]) for s in self.grad_slots])
+                [None if s is None else _array(env[s], xp) for s in self.grad_slots])
 
 
 WRITTEN = object()  # an update the executor already wrote into its tensor
@@ -181,8 +205,19 @@ def _last_alias_use(graph, old, last_use) -> int:
     return last
 
 
-def _array(a):
-    return a if a.__class__ is np.ndarray else np.asarray(a)
+def _array(a, xp):
+    return a if a.__class__ is np.ndarray else xp.asarray(a)
+
+
+def place(array, source, target):
+    """``array``, an array of device ``source``, as an array of device ``target`` (a
+    copy where they differ)."""
+    if source is target:
+        return array
+    src, dst = source.backend, target.backend
+    if dst.xp is not src.xp:
+        array = src.to_numpy(array)
+    return dst.asarray(array)
 
 
 def _runtime_error(instr, exc):
@@ -209,9 +244,10 @@ def input_target(inp):
     return ("arg", inp.source) if inp.kind == "arg" else inp.source
 
 
-def fetch_inputs(graph: Graph, args: list) -> list:
+def fetch_inputs(graph: Graph, args: list, xp=np) -> list:
     """The arrays to feed the graph's inputs for this call (raises GuardFailure when a
-    state tensor no longer matches what was traced)."""
+    state tensor no longer matches what was traced); scalar inputs are made with the
+    array module ``xp``."""
     arrays = []
     for inp in graph.inputs:
         kind = inp.kind
@@ -228,7 +264,7 @@ def fetch_inputs(graph: Graph, args: list) -> list:
                 raise GuardFailure(f"{inp.label} was read when traced but is now None")
             arr = grad._data
         else:
-            arr = np.asarray(inp.source(), dtype=inp.value.dtype.np)
+            arr = xp.asarray(inp.source(), dtype=inp.value.dtype.np)
         v = inp.value
         if kind != "arg" and (arr.shape != v.shape or arr.dtype != v.dtype.np):
             raise GuardFailure(f"{inp.label} changed from {v.dtype.name}{list(v.shape)} to "
@@ -237,9 +273,10 @@ def fetch_inputs(graph: Graph, args: list) -> list:
     return arrays
 
 
-def apply_updates(graph: Graph, args: list, arrays: list, inputs: list) -> None:
-    """Write the update values into their tensors (data in place, grads as new
-    tensors that own their memory)."""
+def apply_updates(graph: Graph, args: list, arrays: list, inputs: list,
+                  device=CPU) -> None:
+    """Write the update values (arrays of ``device``) into their tensors (data in
+    place, grads as new tensors that own their memory)."""
     fed = {id(a) for a in inputs}
     seen = set()
     for u, arr in zip(graph.updates, arrays):
@@ -247,13 +284,15 @@ def apply_updates(graph: Graph, args: list, arrays: list, inputs: list) -> None:
         if arr is WRITTEN:
             t._version[0] += 1
         elif u.kind == "data":
-            np.copyto(t._data, arr, casting="unsafe")
+            t._device.backend.xp.copyto(t._data, place(arr, device, t._device),
+                                        casting="unsafe")
             t._version[0] += 1
         elif arr is None:
             t.grad = None
         else:
+            arr = place(arr, device, t._device)
             if id(arr) in fed or id(arr) in seen or arr.base is not None or \
-                    not arr.flags.writeable or not arr.flags.c_contiguous:
+                    not getattr(arr.flags, "writeable", True) or not arr.flags.c_contiguous:
                 arr = arr.copy()
             seen.add(id(arr))
             t.grad = Tensor._make(arr, t._device)

@@ -13,6 +13,12 @@ state, ``.grad``) are *lifted*: their data becomes a graph input read at every c
 In-place ops rebind a tensor to its new value (``ember.ops.inplace``), and what a lifted
 tensor holds when the function returns becomes an explicit update of the graph. The
 lifted tensors get their real data back when tracing ends.
+
+A graph runs on one device (:attr:`Trace.device`: that of the tensors it reads). As in
+eager mode, a 0-d CPU tensor (a step counter) may join tensors of another device: while
+traced it is seen on the graph's device, and the executor copies its value over.
+Graph constants are host NumPy arrays whatever the device (the passes and the ONNX
+exporter read them); the executor places them on the graph's device.
 """
 from __future__ import annotations
 
@@ -23,6 +29,7 @@ import weakref
 
 import numpy as np
 
+from ..backends import CPU
 from ..dtypes import as_dtype
 from ..errors import EmberError
 from ..ops import registry
@@ -143,20 +150,32 @@ class _Lifted:
     ``owner`` is set when the tensor is another lifted tensor's ``.grad`` (then it is
     read, and updated, as that tensor's grad rather than as an object of its own)."""
     __slots__ = ("tensor", "data", "version", "grad", "input", "owner", "grad_none", "node",
-                 "view_version")
+                 "view_version", "device")
 
     def __init__(self, tensor, inp: Input, owner=None, grad_none: bool = True):
         self.tensor, self.data, self.input, self.owner = tensor, tensor._data, inp, owner
+        self.device = tensor._device
         self.version, self.grad = tensor._version[0], tensor.grad
         self.grad_none = grad_none  # was .grad None when the function was entered
         self.node = (tensor._node, tensor._out_index, tensor._requires_grad)
         self.view_version = tensor._view_version
 
+    def host_data(self):
+        """The tensor's real data as a host NumPy array (a graph constant)."""
+        return self.device.backend.to_numpy(self.data)
+
 
 class Trace:
-    """The state of one capture; active while ``registry._trace`` is this object."""
+    """The state of one capture; active while ``registry._trace`` is this object.
 
-    def __init__(self):
+    ``device``: the device the graph runs on, when known before tracing (else the
+    device of the first tensor lifted that is not a 0-d CPU tensor); ``devices``: the
+    devices of the lifted tensors other than 0-d CPU ones (one, for a graph that can
+    run)."""
+
+    def __init__(self, device=None):
+        self.device = device
+        self.devices: set = set()
         self.graph = Graph()
         self.lifted: dict[int, _Lifted] = {}
         self.by_shape: dict[tuple, list] = {}  # lifted tensors by shape (grad owners)
@@ -219,6 +238,13 @@ class Trace:
         self.graph.inputs.append(inp)
         grad_none = self.entry_grad_none.get(id(t), t.grad is None)
         rec = self.lifted[id(t)] = _Lifted(t, inp, owner, grad_none)
+        scalar_on_cpu = t._device is CPU and len(data.shape) == 0
+        if scalar_on_cpu and self.device is not None:
+            t._device = self.device  # seen on the graph's device (restored on exit)
+        elif self.device is None and not scalar_on_cpu:
+            self.device = t._device
+        if not scalar_on_cpu:
+            self.devices.add(t._device)
         self.by_shape.setdefault(data.shape, []).append(rec)
         t._data = TracerArray(value, self)
         t._node = None  # inside the graph a lifted tensor is where gradients stop
@@ -244,9 +270,10 @@ class Trace:
         return inp.value
 
     def scalar_tensor(self, key, getter, dtype):
-        """:meth:`scalar` as a traced 0-d tensor."""
+        """:meth:`scalar` as a traced 0-d tensor (on the graph's device)."""
         from ..tensor import Tensor
-        return Tensor._make(TracerArray(self.scalar(key, getter, dtype), self))
+        return Tensor._make(TracerArray(self.scalar(key, getter, dtype), self),
+                            self.device or CPU)
 
     def guard(self, getter, expected, label: str) -> None:
         """Retrace when ``getter()`` no longer equals ``expected`` (Python state the
@@ -348,7 +375,7 @@ class Trace:
                 rec = self.lifted.pop(id(inp.source))
                 inp.source = None
                 rec.tensor = None
-                self.graph.constants.append(Constant(rec.data, inp.value))
+                self.graph.constants.append(Constant(rec.host_data(), inp.value))
             else:
                 keep.append(inp)
         self.graph.inputs = keep
@@ -363,6 +390,7 @@ class Trace:
             t._version[0] = rec.version
             t._node, t._out_index, t._requires_grad = rec.node
             t._view_version = rec.view_version
+            t._device = rec.device
             if rec.owner is None:
                 t.grad = rec.grad
         for key, t in self.cleared.items():

@@ -37,8 +37,10 @@ def _stack_tensors(batch: list) -> Tensor:
                              f"to be stacked, got {tuple(shape)} at entry 0 and "
                              f"{tuple(t._data.shape)} at entry {i}")
     # One backend stack instead of ember.stack's per-element ops: this runs every batch.
-    xp = first._device.backend.xp
-    return Tensor._make(xp.stack([t._data for t in batch]), first._device)
+    backend = first._device.backend
+    with backend.activate():  # (one of several GPUs: the tensors')
+        stacked = backend.xp.stack([t._data for t in batch])
+    return Tensor._make(stacked, first._device)
 
 
 def _rebuild_mapping(elem, values: dict):

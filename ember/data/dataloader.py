@@ -39,7 +39,8 @@ class DataLoader:
             any number of workers.
         collate_fn: merges a list of samples into a batch (default
             :func:`default_collate`).
-        pin_memory: accepted for compatibility; CPU tensors need no pinning.
+        pin_memory: accepted for compatibility; batches stay in ordinary host memory
+            (``.to("cuda")`` copies from there; the Trainer moves them to the model).
         drop_last: drop the last batch when it is smaller than ``batch_size``.
         timeout: with workers, the most seconds to wait for a batch before raising
             :class:`WorkerError` (0: wait as long as the workers are alive).

@@ -88,7 +88,8 @@ class TensorDataset(Dataset):
             if not -n <= i < n:
                 raise EmberIndexError(f"TensorDataset: index {i} is out of range for "
                                       f"{n} samples")
-        rows = [(t._data[np.asarray(indices, dtype=np.int64)], t._device) for t in self.tensors]
+        index = np.asarray(indices, dtype=np.int64)
+        rows = [(t._data[t._device.backend.asarray(index)], t._device) for t in self.tensors]
         return [tuple(Tensor._make(data[k], device) for data, device in rows)
                 for k in range(len(indices))]
 

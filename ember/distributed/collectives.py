@@ -52,10 +52,12 @@ def init_process_group(backend: str = "mpi", *, timeout: float | None = None,
                        debug: bool | None = None) -> ProcessGroup:
     """Join the job's world. With ``backend="mpi"`` rank and size come from MPI; run
     without ``mpiexec`` it is a world of one process where every collective is the
-    identity.
+    identity. ``backend="nccl"`` (GPUs, through CuPy) joins the same way, then MPI
+    hands every rank the NCCL unique id, and each rank's collectives run on its GPU
+    (``local rank % GPUs``; see :mod:`ember.distributed.nccl`).
 
     Args:
-        backend: ``"mpi"`` (or ``"single"``, a world of one process).
+        backend: ``"mpi"``, ``"nccl"`` (or ``"single"``, a world of one process).
         timeout: seconds (or a ``timedelta``) a collective may wait for the other ranks
             before it raises; default ``EMBER_DIST_TIMEOUT`` or 300.
         world_size, rank: checked against what the launcher set, when given.
@@ -74,21 +76,27 @@ def init_process_group(backend: str = "mpi", *, timeout: float | None = None,
         set_debug(debug)
     if timeout is not None:
         set_timeout(timeout.total_seconds() if hasattr(timeout, "total_seconds") else timeout)
-    if backend not in ("mpi", "single"):
+    if backend not in ("mpi", "nccl", "single"):
         raise DistributedError(f"init_process_group: unknown backend {backend!r}; expected "
-                               "'mpi' (or 'single', a world of one process)")
+                               "'mpi', 'nccl' (or 'single', a world of one process)")
+    runtime = None
+    if backend == "nccl":  # (what is missing is said before any process waits on another)
+        from . import nccl
+        runtime = nccl.load_runtime()
     if backend == "single" or not any(v in os.environ for v in _LAUNCHED_BY):
         group = SingleProcessGroup()
     else:
         try:
             from mpi4py import MPI
         except ImportError:
-            raise DistributedError("init_process_group: backend 'mpi' needs mpi4py "
+            raise DistributedError(f"init_process_group: backend {backend!r} needs mpi4py "
                                    "(pip install 'ember[mpi]')") from None
         comm = MPI.COMM_WORLD
         comm.Set_errhandler(MPI.ERRORS_RETURN)
         _meet(comm)
         group = MPIProcessGroup(comm, comm.Get_rank(), tuple(range(comm.Get_size())))
+    if runtime is not None:
+        group = nccl.create_group(group, runtime)
     for name, want in (("world_size", world_size), ("rank", rank)):
         have = group.size if name == "world_size" else group.rank
         if want is not None and want != have:
@@ -217,6 +225,23 @@ def _shape(t) -> str:
     return str(tuple(t.shape))
 
 
+def _xp(t):
+    """The array module of ``t``'s device (buffers for a collective live there too)."""
+    return t._device.backend.xp
+
+
+def _check_device(g: ProcessGroup, name: str, *tensors) -> None:
+    """A group bound to one device (NCCL: this rank's GPU) takes tensors on it only."""
+    if g.device is None:
+        return
+    for t in tensors:
+        if isinstance(t, Tensor) and t._device != g.device:
+            raise DistributedError(
+                f"{name}: the {g.backend} process group runs collectives on tensors on "
+                f"{g.device} (this rank's device); got a tensor of shape {tuple(t.shape)} "
+                f"on {t._device}. Move it with .to('{g.device}') first")
+
+
 class _Target:
     """A tensor's array to write into (a contiguous copy when it is not contiguous),
     written back and versioned when the collective completes."""
@@ -225,8 +250,8 @@ class _Target:
         _check_tensor(name, tensor, what)
         self.tensor = tensor
         data = tensor._data
-        self.array = data if data.flags.c_contiguous and data.flags.writeable else \
-            np.ascontiguousarray(data)
+        self.array = data if data.flags.c_contiguous and \
+            getattr(data.flags, "writeable", True) else _xp(tensor).ascontiguousarray(data)
 
     def finish(self):
         data = self.tensor._data
@@ -328,6 +353,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
     >>> dist.all_reduce(t)            # every rank: 1 + 2 + ... + world size
     """
     g = _group(group)
+    _check_device(g, "all_reduce", tensor)
     target = _Target("all_reduce", tensor)
     op = _op_name("all_reduce", op, tensor)
     check_call(g, "all_reduce", shape=_shape(tensor), dtype=tensor.dtype.name, op=op)
@@ -338,6 +364,7 @@ def broadcast(tensor, src: int, group=None, async_op: bool = False):
     """Copy rank ``src``'s ``tensor`` into every rank's ``tensor`` (same shape and
     dtype on every rank)."""
     g = _group(group)
+    _check_device(g, "broadcast", tensor)
     target = _Target("broadcast", tensor)
     root = _local(g, src, "broadcast")
     check_call(g, "broadcast", shape=_shape(tensor), dtype=tensor.dtype.name, src=src)
@@ -352,6 +379,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bo
     g = _group(group)
     _check_tensor(name, input_tensor, "input_tensor")
     _check_tensor(name, output_tensor, "output_tensor")
+    _check_device(g, name, input_tensor, output_tensor)
     shape = tuple(input_tensor.shape)
     stacked = (g.size,) + shape
     concatenated = (shape[0] * g.size,) + shape[1:] if shape else (g.size,)
@@ -373,7 +401,8 @@ def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
     _check_tensor("all_gather", tensor)
     _one_per_rank("all_gather", "tensor_list", tensor_list, g)
     _same_shapes("all_gather", "tensor_list", tensor_list, tensor.shape, tensor.dtype)
-    out = np.empty((g.size,) + tuple(tensor.shape), tensor._data.dtype)
+    _check_device(g, "all_gather", tensor, *tensor_list)
+    out = _xp(tensor).empty((g.size,) + tuple(tensor.shape), tensor._data.dtype)
     targets = [_Target("all_gather", t) for t in tensor_list]
     check_call(g, "all_gather", shape=_shape(tensor), dtype=tensor.dtype.name)
     return _run(g.allgather(out, tensor._data), [_unpacker(out, targets)], async_op)
@@ -388,9 +417,10 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: 
     want = (input.shape[0] // g.size,) + tuple(input.shape[1:])
     _same_shapes(name, "output", [output], want, input.dtype, listed=False)
     op = _op_name(name, op, input)
+    _check_device(g, name, input, output)
     target = _Target(name, output)
     check_call(g, name, shape=_shape(input), dtype=input.dtype.name, op=op)
-    return _run(g.reduce_scatter(target.array, np.ascontiguousarray(input._data), op),
+    return _run(g.reduce_scatter(target.array, _xp(input).ascontiguousarray(input._data), op),
                 [target.finish], async_op)
 
 
@@ -401,7 +431,8 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bo
     _one_per_rank("reduce_scatter", "input_list", input_list, g)
     _same_shapes("reduce_scatter", "input_list", input_list, output.shape, output.dtype)
     op = _op_name("reduce_scatter", op, output)
-    stacked = np.stack([t._data for t in input_list])
+    _check_device(g, "reduce_scatter", output, *input_list)
+    stacked = _xp(output).stack([t._data for t in input_list])
     target = _Target("reduce_scatter", output)
     out = target.array.reshape((1,) + tuple(output.shape))
     check_call(g, "reduce_scatter", shape=_shape(output), dtype=output.dtype.name, op=op)
@@ -412,6 +443,7 @@ def reduce(tensor, dst: int, op=ReduceOp.SUM, group=None, async_op: bool = False
     """Reduce ``tensor`` across ranks into rank ``dst``'s ``tensor`` (the others' are
     left as they were)."""
     g = _group(group)
+    _check_device(g, "reduce", tensor)
     target = _Target("reduce", tensor)
     root = _local(g, dst, "reduce")
     op = _op_name("reduce", op, tensor)
@@ -425,12 +457,13 @@ def gather(tensor, gather_list=None, dst: int = 0, group=None, async_op: bool = 
     pass no list."""
     g = _group(group)
     _check_tensor("gather", tensor)
+    _check_device(g, "gather", tensor, *(gather_list or ()))
     root = _local(g, dst, "gather")
     out, targets = None, []
     if g.rank == root:
         _one_per_rank("gather", f"gather_list on rank {dst}", gather_list, g)
         _same_shapes("gather", "gather_list", gather_list, tensor.shape, tensor.dtype)
-        out = np.empty((g.size,) + tuple(tensor.shape), tensor._data.dtype)
+        out = _xp(tensor).empty((g.size,) + tuple(tensor.shape), tensor._data.dtype)
         targets = [_Target("gather", t) for t in gather_list]
     check_call(g, "gather", shape=_shape(tensor), dtype=tensor.dtype.name, dst=dst)
     return _run(g.gather(out, tensor._data, root), [_unpacker(out, targets)], async_op)
@@ -441,12 +474,13 @@ def scatter(tensor, scatter_list=None, src: int = 0, group=None, async_op: bool 
     pass no list."""
     g = _group(group)
     root = _local(g, src, "scatter")
+    _check_device(g, "scatter", tensor, *(scatter_list or ()))
     target = _Target("scatter", tensor)
     stacked = None
     if g.rank == root:
         _one_per_rank("scatter", f"scatter_list on rank {src}", scatter_list, g)
         _same_shapes("scatter", "scatter_list", scatter_list, tensor.shape, tensor.dtype)
-        stacked = np.stack([t._data for t in scatter_list])
+        stacked = _xp(tensor).stack([t._data for t in scatter_list])
     out = target.array.reshape((1,) + tuple(tensor.shape))
     check_call(g, "scatter", shape=_shape(tensor), dtype=tensor.dtype.name, src=src)
     return _run(g.scatter(out, stacked, root), [target.finish], async_op)
@@ -460,9 +494,11 @@ def all_to_all_single(output, input, group=None, async_op: bool = False):
     _check_tensor(name, input, "input")
     _split_dim0(name, input, g)
     _same_shapes(name, "output", [output], input.shape, input.dtype, listed=False)
+    _check_device(g, name, input, output)
     target = _Target(name, output)
     check_call(g, name, shape=_shape(input), dtype=input.dtype.name)
-    return _run(g.alltoall(target.array, np.ascontiguousarray(input._data)), [target.finish],
+    return _run(g.alltoall(target.array, _xp(input).ascontiguousarray(input._data)),
+                [target.finish],
                 async_op)
 
 
@@ -477,8 +513,9 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op: bool
     _same_shapes("all_to_all", "input_tensor_list", input_tensor_list, first.shape, first.dtype)
     _same_shapes("all_to_all", "output_tensor_list", output_tensor_list, first.shape,
                  first.dtype)
-    stacked = np.stack([t._data for t in input_tensor_list])
-    out = np.empty_like(stacked)
+    _check_device(g, "all_to_all", *input_tensor_list, *output_tensor_list)
+    stacked = _xp(first).stack([t._data for t in input_tensor_list])
+    out = _xp(first).empty_like(stacked)
     targets = [_Target("all_to_all", t) for t in output_tensor_list]
     check_call(g, "all_to_all", shape=_shape(first), dtype=first.dtype.name)
     return _run(g.alltoall(out, stacked), [_unpacker(out, targets)], async_op)
@@ -497,6 +534,7 @@ def isend(tensor, dst: int, group=None, tag: int = 0) -> Work:
     before changing ``tensor``."""
     g = _group(group)
     _check_tensor("isend", tensor)
+    _check_device(g, "isend", tensor)
     tag = _check_tag("isend", tag)
     return _run(g.send(tensor._data, _local(g, dst, "isend"), tag), [], True)
 
@@ -505,6 +543,7 @@ def irecv(tensor, src: int, group=None, tag: int = 0) -> Work:
     """Receive into ``tensor`` from rank ``src`` without waiting (``src=None``, any
     source, is not supported: name the sender)."""
     g = _group(group)
+    _check_device(g, "irecv", tensor)
     target = _Target("irecv", tensor)
     tag = _check_tag("irecv", tag)
     return _run(g.recv(target.array, _local(g, src, "irecv"), tag), [target.finish], True)

@@ -40,7 +40,7 @@ def broadcast_tensors(tensors, group: ProcessGroup, src: int = 0) -> None:
         by_dtype.setdefault(t._data.dtype, []).append(t)
     pending = []
     for dtype, ts in by_dtype.items():
-        flat = np.concatenate([t._data.reshape(-1) for t in ts])
+        flat = ts[0]._device.backend.xp.concatenate([t._data.reshape(-1) for t in ts])
         pending.append((ts, flat, group.broadcast(flat, src)))
     for ts, flat, work in pending:
         work.wait()
@@ -55,7 +55,7 @@ def broadcast_tensors(tensors, group: ProcessGroup, src: int = 0) -> None:
 class _Bucket:
     """Gradients of some parameters of one dtype, reduced by one all-reduce."""
 
-    def __init__(self, index: int, sizes: list, dtype):
+    def __init__(self, index: int, sizes: list, dtype, xp=np):
         self.index = index
         self.members = [i for i, _ in sizes]   # parameter indices
         self.offsets = {}                       # parameter index -> (offset, numel)
@@ -63,7 +63,8 @@ class _Bucket:
         for i, n in sizes:
             self.offsets[i] = (offset, n)
             offset += n
-        self.buffer = np.zeros(offset, dtype)
+        self.xp = xp
+        self.buffer = xp.zeros(offset, dtype)  # on the parameters' device
         self.pending = set()
         self.work = None
         self.launched_at = self.done_at = 0.0
@@ -185,6 +186,7 @@ class DistributedDataParallel(Module):
         at 1 MiB so the first all-reduce starts early."""
         buckets: list[_Bucket] = []
         open_: dict = {}   # dtype -> (members, bytes)
+        xp = self._params[0]._device.backend.xp if self._params else np
         for i in reversed(range(len(self._params))):
             data = self._params[i]._data
             members, size = open_.get(data.dtype, ([], 0))
@@ -192,12 +194,12 @@ class DistributedDataParallel(Module):
             size += data.nbytes
             cap = _FIRST_BUCKET_BYTES if not buckets else self.bucket_bytes_cap
             if size >= min(cap, self.bucket_bytes_cap):
-                buckets.append(_Bucket(len(buckets), members, data.dtype))
+                buckets.append(_Bucket(len(buckets), members, data.dtype, xp))
                 members, size = [], 0
             open_[data.dtype] = (members, size)
         for dtype, (members, _) in open_.items():
             if members:
-                buckets.append(_Bucket(len(buckets), members, dtype))
+                buckets.append(_Bucket(len(buckets), members, dtype, xp))
         return buckets
 
     # Forward ----------------------------------------------------------------------------
@@ -275,7 +277,7 @@ class DistributedDataParallel(Module):
         elif old is None:
             view[...] = grad._data.reshape(-1)
         else:
-            np.add(old, grad._data.reshape(-1), out=view)
+            bucket.xp.add(old, grad._data.reshape(-1), out=view)
         if grad is not None and self.gradient_as_bucket_view and p.grad is not None:
             # .grad is (or may be) a view into the bucket, which now holds the sum: drop
             # it, so the engine stores this backward's gradient apart from the bucket

@@ -4,13 +4,16 @@ A :class:`ProcessGroup` runs collectives on backend arrays (NumPy arrays on the 
 always as non-blocking operations returning a :class:`Work` handle; the blocking forms
 are ``start(...).wait()``. Everything above this file — the tensor collectives, DDP,
 ZeRO, the parallel layers — is written against this interface only, so another
-transport (NCCL through CuPy) plugs in as another subclass.
+transport plugs in as another subclass.
 
 Implementations here:
 
 - :class:`MPIProcessGroup`: MPI through mpi4py (MPI-3 non-blocking collectives);
 - :class:`SingleProcessGroup`: a world of one process (no mpiexec): every collective is
-  the identity, as it is on one rank.
+  the identity, as it is on one rank;
+
+and in ``nccl.py``, :class:`~ember.distributed.nccl.NCCLProcessGroup`: NCCL through CuPy,
+for GPU arrays.
 
 Every wait has a deadline (:func:`get_timeout`, ``EMBER_DIST_TIMEOUT`` seconds, default
 300). A collective that another rank never joins raises :class:`DistributedError`
@@ -139,8 +142,11 @@ class Work:
 class ProcessGroup:
     """A set of ranks that run collectives together. ``rank`` is this process's index in
     the group, ``size`` the number of ranks, ``ranks`` their global ranks, ``group_id``
-    the same number on every rank (0 for the world, then in ``new_group`` order)."""
+    the same number on every rank (0 for the world, then in ``new_group`` order).
+    ``device``: the device whose tensors the group's collectives take (None: those of
+    any device its transport can carry)."""
     backend = "none"
+    device = None
 
     def __init__(self, rank: int, size: int, ranks: tuple, global_rank: int,
                  group_id: int = 0):

@@ -88,6 +88,8 @@ class ZeroRedundancyOptimizer(Optimizer):
             for k, v in local.items():
                 if k != "params":
                     g[k] = v
+        # (the flat buffers live on the parameters' device)
+        self._xp = self._params[0]._device.backend.xp if self._params else np
         self._layout = self._make_layout()
         self._consolidated: dict | None = None
 
@@ -126,7 +128,7 @@ class ZeroRedundancyOptimizer(Optimizer):
                     r = self.owner[id(p)]
                     places.append((p, r, offsets[r]))
                     offsets[r] += p._data.size
-            flat = np.zeros((size, max(max(offsets), 1)), dtype)
+            flat = self._xp.zeros((size, max(max(offsets), 1)), dtype)
             for p, r, off in places:
                 flat[r, off:off + p._data.size] = p._data.reshape(-1)
                 if self.parameters_as_bucket_view:
@@ -159,11 +161,11 @@ class ZeroRedundancyOptimizer(Optimizer):
         has_grad = np.array([p.grad is not None for p in self._params], np.float64)
         works = [(None, None, group.allreduce(has_grad, "max"))]
         for dtype, (flat, places) in self._layout.items():
-            send = np.zeros(flat.shape, dtype)
+            send = self._xp.zeros(flat.shape, dtype)
             for p, r, off in places:
                 if p.grad is not None:
                     send[r, off:off + p._data.size] = p.grad._data.reshape(-1)
-            mine = np.empty(flat.shape[1], dtype)
+            mine = self._xp.empty(flat.shape[1], dtype)
             works.append((mine, places, group.reduce_scatter(mine, send.reshape(-1), "avg")))
         for mine, places, work in works:
             work.wait()

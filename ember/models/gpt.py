@@ -72,8 +72,8 @@ class Block(nn.Module):
             k, v = cat([past[0], k], dim=2), cat([past[1], v], dim=2)
             new, total = q.shape[2], k.shape[2]
             # new query i sits at position total - new + i: it sees keys up to there
-            mask = None if new == 1 else tril(ones(new, total, dtype="bool"),
-                                              diagonal=total - new)
+            mask = None if new == 1 else tril(
+                ones(new, total, dtype="bool", device=x.device), diagonal=total - new)
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         x = x + self.proj(merge_heads(y))
         return x + self.fc2(F.gelu(self.fc1(self.ln2(x)))), (k, v)

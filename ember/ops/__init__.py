@@ -3,3 +3,4 @@ from .registry import OPS, Op, apply, register  # noqa: F401
 from . import creation, random, elementwise_composite, elementwise, logical, reduce, shape, index  # noqa: F401
 from . import linalg, movement, scan, selection  # noqa: F401
 from . import methods  # noqa: F401  (attaches Tensor methods)
+from . import methods_extra  # noqa: F401  (methods of the op files below)

@@ -20,6 +20,7 @@ from ..errors import EmberError
 from ..tensor import Tensor
 from . import elementwise as ew
 from .reduce import amax, sum as _sum
+from ._xp import asynchronous, blas_reductions, max_keepdims
 from .registry import apply, autocast_inputs, register
 from .shape import chunk, reshape, wrap_dim
 
@@ -41,7 +42,7 @@ def _row_sum(xp, a, dim):
     """``a.sum(dim, keepdims=True)``; over the last dim of a C-contiguous array as a
     product with a ones vector (BLAS), several times faster than NumPy's reduction over
     many short rows."""
-    if a.ndim and dim in (-1, a.ndim - 1) and a.flags.c_contiguous:
+    if a.ndim and dim in (-1, a.ndim - 1) and a.flags.c_contiguous and blas_reductions(xp):
         return xp.matmul(a, xp.ones((a.shape[-1], 1), a.dtype))
     return xp.sum(a, axis=dim, keepdims=True)
 
@@ -49,7 +50,8 @@ def _row_sum(xp, a, dim):
 def _row_dot(xp, a, b, dim):
     """``(a * b).sum(dim, keepdims=True)`` without the product's temporary where both are
     C-contiguous and ``dim`` is the last dim."""
-    if a.ndim and dim in (-1, a.ndim - 1) and a.flags.c_contiguous and b.flags.c_contiguous:
+    if a.ndim and dim in (-1, a.ndim - 1) and a.flags.c_contiguous and b.flags.c_contiguous \
+            and blas_reductions(xp):
         return xp.einsum("...i,...i->...", a, b)[..., None]
     return _row_sum(xp, a * b, dim)
 
@@ -67,7 +69,7 @@ def _shifted(xp, x, dim, keep=True):
     """(x - c, the sums of exp(x - c) along ``dim``, c, exp(x - c)): c (a scalar or the
     row maxima, kept dims) keeps exp from overflowing. Without ``keep``, exp is taken
     in place and the first result is the last."""
-    if x.size and dim in (-1, x.ndim - 1) and x.flags.c_contiguous:
+    if x.size and dim in (-1, x.ndim - 1) and x.flags.c_contiguous and not asynchronous(xp):
         top = x.max()
         if xp.isfinite(top):
             z = x - top
@@ -75,7 +77,7 @@ def _shifted(xp, x, dim, keep=True):
             s = _row_sum(xp, e, dim)
             if s.min() >= _MIN_ROW_SUM:
                 return z, s, top, e
-    shift = xp.max(x, axis=dim, keepdims=True, initial=-np.inf)
+    shift = max_keepdims(xp, x, dim)
     z = x - shift
     e = xp.exp(z) if keep else xp.exp(z, out=z)
     return z, _row_sum(xp, e, dim), shift, e
@@ -536,8 +538,8 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
     x = _float_input("rrelu", input)
-    from .random import default_generator
-    rng = default_generator()._rng
+    from .random import _rng
+    rng = _rng(None, x.device)
     slopes = rng.uniform(lower, upper, tuple(x.shape)).astype(x.dtype.np)
     data = x._device.backend.asarray(slopes)
     noise = ew.where(x > 0, 1.0, Tensor._make(data, x.device))

@@ -427,12 +427,10 @@ def _hardswish_f(xp, x):
 
 
 def _hardswish_df(xp, x):
-    # 0 below -3, x / 3 + 0.5 on [-3, 3], 1 above 3
+    # PyTorch's: 0 up to -3, x / 3 + 0.5 strictly between, 1 from 3 on (and at inf)
     d = x / 3
     d += 0.5
-    d *= (x >= -3) & (x <= 3)
-    d += x > 3
-    return d
+    return xp.where(x <= -3, 0, xp.where(x < 3, d, 1)).astype(x.dtype, copy=False)
 
 
 def _hardswish_d2f(x):
@@ -494,11 +492,12 @@ def _shrink_df(xp, x, lambd):
 
 
 def _threshold_f(xp, x, threshold, value):
-    return xp.where(x > threshold, x, xp.asarray(value).astype(x.dtype))
+    # PyTorch's test is x <= threshold, so NaN passes through
+    return xp.where(x <= threshold, xp.asarray(value).astype(x.dtype), x)
 
 
 def _threshold_df(xp, x, threshold, value):
-    return (x > threshold).astype(x.dtype)
+    return (~(x <= threshold)).astype(x.dtype)
 
 
 def _logsigmoid_f(xp, x):

@@ -17,7 +17,9 @@ from ..autograd import grad_mode
 from ..errors import EmberError, EmberTypeError, ShapeError
 from ..tensor import Tensor
 from . import elementwise as ew
+from ._xp import gemm, native_half_matmul
 from .activation import _upcast  # half precision computes in float32
+from .activation_kernels import _is_half
 from .linalg import matmul
 from .movement import repeat_interleave
 from .reduce import sum as _sum
@@ -30,10 +32,20 @@ def _swap(a):
     return a.swapaxes(-1, -2)
 
 
+def _product(xp, a, b):
+    """``a @ b`` in float32, the softmax's precision. Where the array module multiplies
+    half-precision matrices natively (cuBLAS on tensor cores), half operands multiply
+    as they are (``a`` cast to ``b``'s dtype) and the result is widened; else they are
+    widened first, as NumPy's half products are slow."""
+    if _is_half(b) and native_half_matmul(xp):
+        return _upcast(xp.matmul(a.astype(b.dtype, copy=False), b))
+    return gemm(xp, _upcast(a), _upcast(b))
+
+
 # The fused primitive ------------------------------------------------------------------
 def _attention_forward(xp, q, k, v, *extra, scale, has_mask, has_dropout):
     """(output, attention weights)."""
-    scores = xp.matmul(_upcast(q), _swap(_upcast(k)))
+    scores = _product(xp, q, _swap(k))
     scores *= scale
     if has_mask:
         scores = scores + _upcast(extra[0])
@@ -43,7 +55,7 @@ def _attention_forward(xp, q, k, v, *extra, scale, has_mask, has_dropout):
     total = xp.sum(weights, axis=-1, keepdims=True)
     weights /= xp.where(total == 0, 1, total)
     used = weights * _upcast(extra[-1]) if has_dropout else weights
-    out = xp.matmul(used, _upcast(v))
+    out = _product(xp, used, v)
     return out.astype(q.dtype, copy=False), weights.astype(q.dtype, copy=False)
 
 
@@ -52,17 +64,16 @@ def _attention_backward_forward(xp, g, q, k, v, weights, *extra, scale, has_drop
     """Gradients (q, k, v, scores) of the attention; those not needed are 0-d zeros."""
     p = _upcast(weights)
     keep = _upcast(extra[0]) if has_dropout else None
-    g32 = _upcast(g)
     zero = xp.zeros((), dtype=q.dtype)
-    gv = xp.matmul(_swap(p * keep if has_dropout else p), g32) if need[2] else zero
-    dp = xp.matmul(g32, _swap(_upcast(v)))
+    gv = _product(xp, _swap(p * keep if has_dropout else p), g) if need[2] else zero
+    dp = _product(xp, g, _swap(v))
     if has_dropout:
         dp *= keep
     if has_gp:
         dp += _upcast(extra[-1])
     ds = p * (dp - xp.sum(dp * p, axis=-1, keepdims=True))
-    gq = xp.matmul(ds, _upcast(k)) * scale if need[0] else zero
-    gk = xp.matmul(_swap(ds), _upcast(q)) * scale if need[1] else zero
+    gq = _product(xp, ds, k) * scale if need[0] else zero
+    gk = _product(xp, _swap(ds), q) * scale if need[1] else zero
     gs = ds if need[3] else zero
     return tuple(a.astype(q.dtype, copy=False) for a in (gq, gk, gv, gs))
 

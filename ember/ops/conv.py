@@ -27,6 +27,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..errors import EmberError, EmberTypeError, ShapeError
 from ..tensor import Tensor
+from ._xp import as_strided, gemm
 from .registry import AbstractValue, apply, autocast_inputs, register
 from .shape import squeeze, unsqueeze
 
@@ -128,8 +129,7 @@ def windows(xp, xpad, geo: Geometry):
     else:
         grid = tuple(st * s for st, s in zip(geo.stride, s_sp))
     shape = (xpad.shape[1],) + geo.kernel + (xpad.shape[0],) + geo.grid
-    return xp.lib.stride_tricks.as_strided(xpad, shape, (s_c,) + tap + (s_n,) + grid,
-                                           writeable=False)
+    return as_strided(xp, xpad, shape, (s_c,) + tap + (s_n,) + grid, writeable=False)
 
 
 def im2col(xp, x, geo: Geometry, ones_row: bool = False):
@@ -189,7 +189,7 @@ def col2im(xp, cols, geo: Geometry, dtype):
         strides = (plane * item, geo.c * plane * item) + grid
         for taps in itertools.product(*(range(k) for k in geo.kernel)):
             offset = sum(t * d * r for t, d, r in zip(taps, geo.dilation, rows))
-            target = xp.lib.stride_tricks.as_strided(flat[offset:], shape, strides)
+            target = as_strided(xp, flat[offset:], shape, strides)
             target += cols[(slice(None),) + taps]
     inner = tuple(slice(lo, lo + s) for (lo, _), s in zip(geo.pads, geo.spatial))
     if any(lo or hi for lo, hi in geo.pads):
@@ -199,8 +199,8 @@ def col2im(xp, cols, geo: Geometry, dtype):
 
 def grid_to_output(xp, y, geo: Geometry):
     """Wide-grid results ``(O, N * grid_len)`` as the contiguous output ``(N, O, *out)``."""
-    view = xp.lib.stride_tricks.as_strided(y, (geo.n, geo.o) + geo.out,
-                                           _grid_strides(geo, y.itemsize), writeable=False)
+    view = as_strided(xp, y, (geo.n, geo.o) + geo.out, _grid_strides(geo, y.itemsize),
+                      writeable=False)
     return xp.ascontiguousarray(view)
 
 
@@ -208,8 +208,7 @@ def output_to_grid(xp, g, geo: Geometry):
     """The adjoint of :func:`grid_to_output`: ``g`` ``(N, O, *out)`` laid out as
     ``(groups, O/groups, N * grid_len)``, zero at the grid positions no output uses."""
     buf = xp.zeros((geo.o, geo.n * geo.grid_len), dtype=g.dtype)
-    xp.lib.stride_tricks.as_strided(buf, (geo.n, geo.o) + geo.out,
-                                    _grid_strides(geo, buf.itemsize))[...] = g
+    as_strided(xp, buf, (geo.n, geo.o) + geo.out, _grid_strides(geo, buf.itemsize))[...] = g
     return buf.reshape(geo.groups, geo.o // geo.groups, geo.n * geo.grid_len)
 
 
@@ -244,10 +243,10 @@ def _conv_forward(xp, x, w, *bias, stride, padding, dilation, groups, out_size):
         b = bias[0].astype(work, copy=False).reshape(groups, geo.o // groups, 1)
         wm = xp.concatenate([wm, b], axis=2)
     if geo.wide:
-        out = grid_to_output(xp, xp.matmul(wm, cols).reshape(geo.o, geo.n * geo.grid_len),
+        out = grid_to_output(xp, gemm(xp, wm, cols).reshape(geo.o, geo.n * geo.grid_len),
                              geo)
     else:
-        out = xp.matmul(wm, cols).reshape((geo.n, geo.o) + out_size)
+        out = gemm(xp, wm, cols).reshape((geo.n, geo.o) + out_size)
     return out.astype(x.dtype, copy=False)
 
 
@@ -259,10 +258,10 @@ def _conv_transpose_forward(xp, g, w, *bias, stride, padding, dilation, groups, 
     wt = _grouped_weight(w, groups, work).transpose(0, 2, 1)
     g = g.astype(work, copy=False)
     if geo.wide:
-        cols = xp.matmul(wt, output_to_grid(xp, g, geo))
+        cols = gemm(xp, wt, output_to_grid(xp, g, geo))
         cols = cols.reshape((c,) + geo.kernel + (geo.n,) + geo.grid)
     else:
-        cols = exact_cols_view(xp.matmul(wt, _per_group(g, geo)), geo)
+        cols = exact_cols_view(gemm(xp, wt, _per_group(g, geo)), geo)
     dx = col2im(xp, cols, geo, work)
     if bias:
         dx += bias[0].astype(work, copy=False).reshape((c,) + (1,) * len(out_size))
@@ -277,10 +276,10 @@ def _conv_weight_grad_forward(xp, x, g, *, stride, padding, dilation, groups, ke
     g = g.astype(work, copy=False)
     if geo.wide:
         # (cols @ gg^T)^T: the long dimension inner on both operands suits BLAS best
-        dw = xp.matmul(cols, output_to_grid(xp, g, geo).transpose(0, 2, 1))
+        dw = gemm(xp, cols, output_to_grid(xp, g, geo).transpose(0, 2, 1))
         dw = dw.transpose(0, 2, 1)
     else:
-        dw = xp.matmul(_per_group(g, geo), cols.transpose(0, 1, 3, 2)).sum(axis=0)
+        dw = gemm(xp, _per_group(g, geo), cols.transpose(0, 1, 3, 2)).sum(axis=0)
     shape = (geo.o, geo.c // groups) + kernel_size
     return xp.ascontiguousarray(dw).reshape(shape).astype(x.dtype, copy=False)
 

@@ -9,7 +9,7 @@ import operator
 import numpy as np
 
 from .. import dtypes as dt
-from ..backends import CPU, device as _device
+from ..backends import CPU, placement
 from ..autograd import grad_mode
 from ..autograd.graph import Node, edge_of
 from ..errors import EmberError, EmberTypeError
@@ -21,8 +21,17 @@ __all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "from_dlpack", "zeros
            "linspace", "logspace", "eye", "scalar_tensor"]
 
 
-def _dev(device):
-    return CPU if device is None else _device(device)
+def _dev(device, name: str | None = None):
+    """The device for a ``device=`` argument (the CPU by default); ``name`` prefixes the
+    error where the device is unavailable."""
+    if device is None:
+        return CPU
+    try:
+        return placement(device)
+    except EmberError as exc:
+        if name is None:
+            raise
+        raise EmberError(f"{name}: {exc}") from None
 
 
 def _dtype(name: str, dtype, default: dt.DType | None = None) -> dt.DType:
@@ -40,7 +49,7 @@ def _check_grad_dtype(name: str, dtype: dt.DType, requires_grad: bool) -> None:
 def _new(name: str, arr, dtype: dt.DType, device, requires_grad: bool):
     """A leaf tensor of ``dtype`` on ``device`` holding the host array ``arr``."""
     _check_grad_dtype(name, dtype, requires_grad)
-    dev = _dev(device)
+    dev = _dev(device, name)
     if getattr(arr, "_ember_tracer", False):  # a random draw ember.jit is recording
         t = Tensor._make(arr, dev)
     else:
@@ -202,7 +211,7 @@ def asarray(obj, *, dtype=None, device=None, copy: bool | None = None,
     >>> ember.asarray(a)[0] = 1.0  # a[0] is now 1.0
     """
     want_dtype = None if dtype is None else dt.as_dtype(dtype, "asarray")
-    want_dev = None if device is None else _device(device)
+    want_dev = None if device is None else placement(device)
     if not isinstance(obj, Tensor):
         host = _host_data("asarray", obj)
         if isinstance(host, (np.ndarray, np.generic)) and host.dtype in dt._BY_NP:
@@ -298,8 +307,10 @@ def _size(size: tuple, name: str) -> tuple:
 def _filled(name: str, fill, size, dtype, device, requires_grad):
     dtype = _dtype(name, dtype)
     _check_grad_dtype(name, dtype, requires_grad)
-    dev = _dev(device)
-    arr = fill(dev.backend.xp, _size(size, name), dtype.np)
+    dev = _dev(device, name)
+    backend = dev.backend
+    with backend.activate():
+        arr = fill(backend.xp, _size(size, name), dtype.np)
     return Tensor._make(arr, dev).requires_grad_(requires_grad)
 
 
@@ -524,8 +535,15 @@ def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad:
 
 
 # Moving between devices -----------------------------------------------------------------
-def _to_device_forward(xp, a, device):
-    return device.backend.asarray(a.get() if hasattr(a, "get") else a)
+def _to_device_forward(xp, a, source, device):
+    """A copy of ``a`` (an array of ``source``'s backend) on ``device``: made by the
+    target backend from ``a`` itself where both share an array module (GPU to GPU),
+    else through a host NumPy array."""
+    src, dst = source.backend, device.backend
+    if dst.xp is not src.xp:
+        a = src.to_numpy(a)
+    out = dst.asarray(a)
+    return out.copy() if out is a else out  # another device never shares memory
 
 
 _TO_DEVICE = register("to_device", _to_device_forward,
@@ -534,7 +552,7 @@ _TO_DEVICE = register("to_device", _to_device_forward,
 
 def to_device(input, device):
     """``input`` copied to ``device`` (differentiable)."""
-    arr = _to_device_forward(None, input._data, device)
+    arr = _to_device_forward(None, input._data, input._device, device)
     out = Tensor._make(arr, device)
     if grad_mode.is_grad_enabled() and input._requires_grad:
         node = Node(_TO_DEVICE, (input,), (edge_of(input),), {"device": device})

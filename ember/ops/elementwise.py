@@ -13,6 +13,7 @@ from .. import dtypes as dt
 from ..backends import CPU as _CPU
 from ..errors import EmberError, describe
 from ._promote import FLOAT, SAME, promote
+from . import _xp
 from .registry import AbstractValue, apply, register
 
 
@@ -106,6 +107,16 @@ def _is_one(v) -> bool:
     return isinstance(v, (int, float)) and v == 1
 
 
+def _check_alpha(name, input, other, alpha):
+    """PyTorch refuses a float alpha when both operands are integral."""
+    if isinstance(alpha, float) and not any(
+            getattr(v, "dtype", None) is not None and v.dtype.is_floating_point
+            or isinstance(v, float) for v in (input, other)):
+        raise EmberError(f"{name}: for integral input tensors, argument alpha must not be a "
+                         f"floating point number (got alpha={alpha}, "
+                         f"{describe((input, other))})")
+
+
 def add(input, other, *, alpha=1):
     """input + alpha * other, broadcasting and promoting dtypes.
 
@@ -113,6 +124,7 @@ def add(input, other, *, alpha=1):
     tensor([21., 42.])
     """
     if not _is_one(alpha):
+        _check_alpha("add", input, other, alpha)
         other = mul(other, alpha) if hasattr(other, "dtype") else other * alpha
     return _add(input, other)
 
@@ -120,6 +132,7 @@ def add(input, other, *, alpha=1):
 def sub(input, other, *, alpha=1):
     """input - alpha * other, broadcasting and promoting dtypes."""
     if not _is_one(alpha):
+        _check_alpha("sub", input, other, alpha)
         other = mul(other, alpha) if hasattr(other, "dtype") else other * alpha
     return _sub(input, other)
 
@@ -141,13 +154,26 @@ def _zero_grads(n, g):
     return tuple(None if e is None else g * 0 for e in n.edges)
 
 
-_floor_div, _ = _binary("floor_divide", lambda xp, a, b: xp.floor_divide(a, b), _zero_grads,
+def _check_int_divisor(name, b):
+    """Integer division by zero is an error in PyTorch (NumPy quietly gives 0)."""
+    if b.dtype.kind in "iu" and not b.all():
+        raise EmberError(f"{name}: ZeroDivisionError: integer division by zero "
+                         f"(divisor dtype {b.dtype})")
+
+
+def _floor_divide(xp, a, b):
+    _check_int_divisor("floor_divide", b)
+    return xp.floor_divide(a, b)
+
+
+_floor_div, _ = _binary("floor_divide", _floor_divide, _zero_grads,
                         doc="floor(input / other), rounding towards minus infinity.")
 _trunc_div, _ = _binary("trunc_divide",
                         lambda xp, a, b: _trunc_divide(xp, a, b), _zero_grads)
 
 
 def _trunc_divide(xp, a, b):
+    _check_int_divisor("div", b)
     if a.dtype.kind in "iub":
         q = xp.floor_divide(a, b)
         fix = (xp.remainder(a, b) != 0) & ((a < 0) != (b < 0))
@@ -185,7 +211,12 @@ def _remainder_vjp(n, g):
     return g, (-g * floor_divide(a, b) if n.edges[1] else None)
 
 
-remainder, _ = _binary("remainder", lambda xp, a, b: xp.remainder(a, b), _remainder_vjp,
+def _remainder_forward(xp, a, b):
+    _check_int_divisor("remainder", b)
+    return xp.remainder(a, b)
+
+
+remainder, _ = _binary("remainder", _remainder_forward, _remainder_vjp,
                        doc="Python's modulus: the result has the sign of ``other``.")
 
 
@@ -194,7 +225,12 @@ def _fmod_vjp(n, g):
     return g, (-g * div(a, b, rounding_mode="trunc") if n.edges[1] else None)
 
 
-fmod, _ = _binary("fmod", lambda xp, a, b: xp.fmod(a, b), _fmod_vjp,
+def _fmod_forward(xp, a, b):
+    _check_int_divisor("fmod", b)
+    return xp.fmod(a, b)
+
+
+fmod, _ = _binary("fmod", _fmod_forward, _fmod_vjp,
                   doc="C's fmod: the result has the sign of ``input``.")
 
 
@@ -212,13 +248,30 @@ def _pow_vjp(n, g):
 
 def _pow_forward(xp, a, b):
     if a.dtype.kind in "iu" and (b < 0).any():
-        from ..errors import EmberError
-        raise EmberError("pow: integers to negative integer powers are not allowed")
+        # PyTorch's integer power with a negative exponent tensor: 1 ** e is 1,
+        # (-1) ** e is +-1, anything else truncates to 0
+        safe = xp.power(a, xp.where(b < 0, 0, b))
+        odd = xp.remainder(b, 2) == 1
+        neg = xp.where(a == 1, 1, xp.where(a == -1, xp.where(odd, -1, 1), 0))
+        return xp.where(b < 0, neg, safe).astype(a.dtype, copy=False)
     return xp.power(a, b).astype(a.dtype, copy=False)
 
 
-pow, _POW = _binary("pow", _pow_forward, _pow_vjp,
-                    doc="input ** exponent, broadcasting.", bool_ok=False)
+_pow, _POW = _binary("pow", _pow_forward, _pow_vjp,
+                     doc="input ** exponent, broadcasting.", bool_ok=False)
+
+
+def pow(input, exponent):
+    """input ** exponent, broadcasting.
+
+    >>> ember.pow(ember.tensor([1.0, 2.0]), 3.0)
+    tensor([1., 8.])
+    """
+    if (isinstance(exponent, int) and not isinstance(exponent, bool) and exponent < 0
+            and hasattr(input, "dtype") and not input.dtype.is_floating_point):
+        raise EmberError(f"pow: integers to negative integer powers are not allowed (got "
+                         f"{describe((input,))} ** {exponent})")
+    return _pow(input, exponent)
 
 
 def float_power(input, exponent):
@@ -262,12 +315,14 @@ arctan2 = atan2
 
 def _xlogy_vjp(n, g):
     a, b = n.saved_inputs()
-    ga = g * where(a == 0, 0.0, log(b)) if n.edges[0] else None
+    # PyTorch's: log(other), except 0 where input == 0 and other <= 0
+    ga = g * where((a == 0) & (b <= 0), 0.0, log(b)) if n.edges[0] else None
     gb = g * a / b if n.edges[1] else None
     return ga, gb
 
 
-xlogy, _ = _binary("xlogy", lambda xp, a, b: xp.where(a == 0, 0, a * xp.log(b)).astype(a.dtype),
+xlogy, _ = _binary("xlogy", lambda xp, a, b: xp.where(
+                       xp.isnan(b), b, xp.where(a == 0, 0, a * xp.log(b))).astype(a.dtype),
                    _xlogy_vjp, kind=FLOAT, doc="input * log(other), 0 where input is 0.")
 
 
@@ -284,7 +339,9 @@ neg = _unary("neg", lambda xp, a: xp.negative(a), lambda n, g: -g, doc="-input."
 negative = neg
 abs = _unary("abs", lambda xp, a: xp.abs(a), lambda n, g: g * sign(_in(n)), doc="|input|.")
 absolute = abs
-sign = _unary("sign", lambda xp, a: xp.sign(a) if a.dtype != bool else a.copy(),
+# sign(NaN) is 0 in PyTorch (NumPy gives NaN)
+sign = _unary("sign", lambda xp, a: xp.where(a != a, 0, xp.sign(a)).astype(a.dtype)
+              if a.dtype != bool else a.copy(),
               lambda n, g: g * 0, doc="-1, 0 or 1 by the sign of input.")
 sgn = sign
 exp = _unary("exp", lambda xp, a: xp.exp(a), lambda n, g: g * _out(n), FLOAT, "e ** input.",
@@ -370,7 +427,7 @@ def _horner(x, coefficients):
 def erf_kernel(xp, a):
     """erf of an array: exact in float64, else the float32 approximation (float32 out)."""
     if a.dtype == np.float64:
-        return np.asarray(np.frompyfunc(math.erf, 1, 1)(a), dtype=np.float64)
+        return _xp.erf(xp, a)
     c = xp.clip(a.astype(np.float32, copy=False), -4.0, 4.0)
     c2 = c * c
     p = _horner(c2, _ERF_P)
@@ -387,7 +444,7 @@ _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 erf = _unary("erf", _erf_forward,
              lambda n, g: g * _TWO_OVER_SQRT_PI * exp(-square(_in(n))), FLOAT,
              "The error function.")
-erfc = _unary("erfc", lambda xp, a: np.asarray(np.frompyfunc(math.erfc, 1, 1)(a), dtype=a.dtype),
+erfc = _unary("erfc", _xp.erfc,
               lambda n, g: -g * _TWO_OVER_SQRT_PI * exp(-square(_in(n))), FLOAT,
               "1 - erf(input), accurate where erf is close to 1.")
 
@@ -514,8 +571,9 @@ def lerp(input, end, weight):
 def _clamp_vjp(n, g):
     x, lo, hi = n.saved_inputs()
     zero = g * 0
-    return (where((x >= lo) & (x <= hi), g, zero), where(x < lo, g, zero),
-            where(x > hi, g, zero))
+    # min(max(x, lo), hi): where lo > hi the result is hi, whatever x is
+    return (where((x >= lo) & (x <= hi), g, zero), where((x < lo) & (lo <= hi), g, zero),
+            where((x > hi) | (lo > hi), g, zero))
 
 
 _CLAMP = _defop("clamp", lambda xp, x, lo, hi: xp.minimum(xp.maximum(x, lo), hi), _clamp_vjp,

@@ -16,6 +16,8 @@ def normalize_index(index, device):
     """``index`` as a tuple of ints, slices, None, Ellipsis and backend integer or bool
     arrays; and whether it is basic (so the result is a view)."""
     from ..tensor import Tensor
+    if _sequence_as_tuple(index):
+        index = tuple(index)
     if not isinstance(index, tuple):
         index = (index,)
     out = []
@@ -58,6 +60,59 @@ def normalize_index(index, device):
 
 
 _INDEX_DTYPES = (dt.int64, dt.int32, dt.uint8, dt.bool)
+
+
+def _sequence_as_tuple(index) -> bool:
+    """PyTorch (like old NumPy) reads ``x[[[0, 1], [1, 2]]]`` as ``x[[0, 1], [1, 2]]``: a
+    short list holding sequences, slices, None or ``...`` is a tuple of indices."""
+    from ..tensor import Tensor
+    return (isinstance(index, list) and len(index) < 32 and any(
+        i is None or i is Ellipsis or isinstance(i, (list, tuple, slice, Tensor, np.ndarray))
+        for i in index))
+
+
+def _consumed(item) -> int:
+    """How many dims of the indexed tensor one normalized index item uses."""
+    if item is None or item is Ellipsis or isinstance(item, bool):
+        return 0
+    if hasattr(item, "dtype") and item.dtype == bool:
+        return item.ndim
+    return 1
+
+
+def split_int_index(idx, shape, op):
+    """PyTorch applies integer indices before advanced ones, so ``x[0, :, [0, 4]]`` has
+    shape ``(4, 2)`` where NumPy gives ``(2, 4)``. For an advanced index holding ints,
+    ``(pre, rest)`` with ``x[pre][rest]`` giving PyTorch's result (``pre`` is basic: the
+    ints, a view); None when NumPy's single step already agrees. Integer indices are
+    checked against ``shape`` here, so errors name the dims of the tensor indexed."""
+    if not any(type(i) is int for i in idx):
+        return None
+    pre, rest = [], []
+    dim = 0
+    for item in idx:
+        if item is Ellipsis:
+            dim = len(shape) - sum(_consumed(i) for i in idx[idx.index(item) + 1:])
+        elif dim < len(shape) and (type(item) is int or (hasattr(item, "dtype") and
+                                                         item.dtype != bool and item.size)):
+            low, high = (item, item) if type(item) is int else (int(item.min()), int(item.max()))
+            for v in (low, high):
+                if not -shape[dim] <= v < shape[dim]:
+                    raise EmberIndexError(f"{op}: index {v} is out of bounds for dimension "
+                                          f"{dim} with size {shape[dim]} (tensor of shape "
+                                          f"{tuple(shape)})")
+        dim += _consumed(item)
+        if type(item) is int:
+            pre.append(item)
+            continue
+        rest.append(item)
+        if item is Ellipsis:
+            pre.append(Ellipsis)
+        elif isinstance(item, slice):
+            pre.append(slice(None))
+        else:
+            pre.extend([slice(None)] * _consumed(item))
+    return tuple(pre), tuple(rest)
 
 
 def _index_dtype_error(dtype):
@@ -125,6 +180,9 @@ def getitem(input, index):
                                for i in idx):
         raise EmberIndexError("index: invalid index of a 0-dim tensor. Use `tensor.item()` "
                               "to convert a 0-dim tensor to a number")
+    split = None if basic else split_int_index(idx, input.shape, "index")
+    if split is not None:
+        return apply(_INDEX, apply(_INDEX_VIEW, input, index=split[0]), index=split[1])
     return apply(_INDEX_VIEW if basic else _INDEX, input, index=idx)
 
 
@@ -173,6 +231,17 @@ def index_put(input, indices, values, accumulate: bool = False):
         values = scalar_tensor(values, input.dtype, input.device)
     elif values.dtype is not input.dtype:
         values = values.to(input.dtype)
+    return _index_put(input, values, idx, accumulate)
+
+
+def _index_put(input, values, idx, accumulate, op="index_put"):
+    split = split_int_index(idx, input.shape, op) if any(hasattr(i, "dtype") for i in idx) \
+        else None
+    if split is not None:  # PyTorch's order: the ints first (see split_int_index)
+        pre, rest = split
+        inner = apply(_INDEX_PUT, apply(_INDEX_VIEW, input, index=pre), values, index=rest,
+                      accumulate=accumulate)
+        return apply(_INDEX_PUT, input, inner, index=pre, accumulate=False)
     return apply(_INDEX_PUT, input, values, index=idx, accumulate=accumulate)
 
 
@@ -188,13 +257,19 @@ def setitem(input, index, value) -> None:
     elif value.dtype is not input.dtype:
         value = value.to(input.dtype)
 
+    advanced = any(hasattr(i, "dtype") for i in idx)
+
     def direct(arr):
+        split = split_int_index(idx, arr.shape, "setitem") if advanced else None
         try:
-            arr[idx] = value._data
+            if split is not None:
+                arr[split[0]][split[1]] = value._data
+            else:
+                arr[idx] = value._data
         except (ValueError, IndexError) as exc:
             raise _setitem_error(input, value, exc) from None
 
-    inplace("setitem", input, lambda x: apply(_INDEX_PUT, x, value, index=idx, accumulate=False),
+    inplace("setitem", input, lambda x: _index_put(x, value, idx, False),
             others=(value,), direct=direct)
 
 

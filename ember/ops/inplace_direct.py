@@ -36,8 +36,10 @@ def _check_dtype(name, target, values, kind):
 
 def _run(name, target, write):
     def direct(arr):
+        backend = target._device.backend
         try:
-            write(target._device.backend.xp, arr)
+            with backend.activate():  # (one of several GPUs: the target's)
+                write(backend.xp, arr)
         except ValueError as exc:
             raise EmberError(f"{name}: output with shape {list(target.shape)} doesn't match "
                              f"the broadcast shape of its operands ({exc})") from None

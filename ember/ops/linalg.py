@@ -4,7 +4,8 @@ multiply-adds (addmm, baddbmm, addmv), einsum and tensordot.
 Two primitives do the work: ``matmul`` (NumPy's and PyTorch's rules for 1-D operands and
 batch broadcasting) and ``einsum``; everything else checks its arguments and calls one
 of them. Half-precision products run in float32 and round once, since NumPy's float16
-matmul is slow and loses accuracy. Operands must share a dtype, as in PyTorch.
+matmul is slow and loses accuracy; on a GPU they run as they are, on the tensor cores.
+Operands must share a dtype, as in PyTorch.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..errors import EmberError, EmberTypeError, ShapeError
 from ..tensor import Tensor
+from ._xp import gemm, native_half_matmul
 from .registry import AbstractValue, apply, apply_in_given_dtypes, autocast_inputs, register
 from .shape import broadcast_shapes, permute, reshape, unsqueeze, wrap_dim
 
@@ -47,18 +49,18 @@ def _same_dtype(op: str, *tensors, allow_bool: bool = False) -> None:
 
 # matmul ---------------------------------------------------------------------------------------
 def _matmul_forward(xp, a, b):
-    half = _is_half(a)
+    half = _is_half(a) and not native_half_matmul(xp)
     if half:
         dtype, a, b = a.dtype, a.astype(_F32), b.astype(_F32)
     if a.ndim > 2 and b.ndim == 2 and a.flags.c_contiguous:
         # One large GEMM instead of one per batch entry (x @ W in a Linear layer).
-        out = xp.matmul(a.reshape(-1, a.shape[-1]), b).reshape(a.shape[:-1] + b.shape[1:])
+        out = gemm(xp, a.reshape(-1, a.shape[-1]), b).reshape(a.shape[:-1] + b.shape[1:])
     else:
         if a.ndim > 2 or b.ndim > 2:
             # NumPy's batched matmul calls BLAS only for matrices it can hand over as they
             # are, else runs its own slow loop: a copy first is cheaper.
             a, b = _blas_ready(xp, a, True), _blas_ready(xp, b, False)
-        out = xp.matmul(a, b)
+        out = gemm(xp, a, b)
     return out.astype(dtype) if half else out
 
 
@@ -412,7 +414,10 @@ def _einsum_vjp(n, g):
             name.setdefault(c, f)
             out.append(f)
         eq = ",".join([rhs] + [terms[j] for j in others] + extra_terms) + "->" + "".join(out)
-        grads.append(einsum(eq, g, *[operands[j] for j in others], *extra))
+        grad = einsum(eq, g, *[operands[j] for j in others], *extra)
+        if tuple(grad.shape) != tuple(x.shape):  # a subscript the others carry only at size 1
+            grad = grad.expand(*x.shape)
+        grads.append(grad)
     return tuple(grads)
 
 

@@ -164,7 +164,7 @@ Tensor.clone = shape.clone
 # In-place random fills (what nn.init uses) ----------------------------------------------
 def _random_fill(name, draw):
     def method(self, *args, generator=None, **kwargs):
-        rng = (generator or random.default_generator())._rng
+        rng = random._rng(generator, self._device)
 
         def values():
             arr = draw(rng, tuple(self.shape), *args, **kwargs)

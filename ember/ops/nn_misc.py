@@ -24,6 +24,7 @@ from .elementwise_composite import clamp_min
 from .linalg import einsum, matmul
 from .norm import _reduce_to
 from .reduce import norm as _norm, sum as _sum
+from ._xp import gemm, native_half_matmul
 from .registry import AbstractValue, apply, autocast_inputs, register
 from .selection import index_add, scatter_reduce
 from .shape import broadcast_shapes, expand, permute, reshape, unsqueeze, wrap_dim
@@ -40,14 +41,20 @@ def _require_tensor(name, arg, value):
 
 
 # linear ---------------------------------------------------------------------------------------
+def _operand(xp, a):
+    """``a`` as a product's operand: half precision widened to float32, unless the array
+    module multiplies it natively (cuBLAS on tensor cores)."""
+    return a if native_half_matmul(xp) else _upcast(a)
+
+
 def _linear_forward(xp, x, w, *bias):
-    a = _upcast(x)
+    a = _operand(xp, x)
     flat = a.reshape(-1, a.shape[-1]) if a.ndim > 2 else a
-    out = xp.matmul(flat, _upcast(w).T)
+    out = gemm(xp, flat, _operand(xp, w).T)
     if a.ndim > 2:
         out = out.reshape(a.shape[:-1] + (w.shape[0],))
     if bias:
-        b = _upcast(bias[0])
+        b = _operand(xp, bias[0])
         if b.ndim <= 1 and b.dtype == out.dtype:
             out += b  # out is the matmul's fresh result
         else:
@@ -56,11 +63,13 @@ def _linear_forward(xp, x, w, *bias):
 
 
 def _linear_backward_forward(xp, g, x, w, need, bias_shape):
-    g2 = _upcast(g).reshape(-1, g.shape[-1])
-    x2 = _upcast(x).reshape(-1, x.shape[-1])
+    g2 = _operand(xp, g).reshape(-1, g.shape[-1])
+    x2 = _operand(xp, x).reshape(-1, x.shape[-1])
     zero = xp.zeros((), dtype=x.dtype)
-    gx = (g2 @ _upcast(w)).reshape(x.shape).astype(x.dtype, copy=False) if need[0] else zero
-    gw = (g2.T @ x2).astype(x.dtype, copy=False) if need[1] else zero
+    gx = zero
+    if need[0]:
+        gx = gemm(xp, g2, _operand(xp, w)).reshape(x.shape).astype(x.dtype, copy=False)
+    gw = gemm(xp, g2.T, x2).astype(x.dtype, copy=False) if need[1] else zero
     gb = _reduce_to(xp, _upcast(g), bias_shape).astype(x.dtype) if need[2] else zero
     return gx, gw, gb
 
@@ -168,10 +177,12 @@ def _keep_mask(x, p, shape):
     if p == 1:
         arr = np.zeros(shape, dtype=np_dtype)
     else:
+        scale = np.dtype(np_dtype).type(1.0 / (1.0 - p))  # a scalar: fine with any xp
+
         def make(rng):
             keep = rng.random(shape, dtype=np.float32) >= p
-            return keep.astype(np_dtype) * np.asarray(1.0 / (1.0 - p), dtype=np_dtype)
-        arr = draw(None, shape, np_dtype, make)
+            return keep.astype(np_dtype) * scale
+        arr = draw(None, shape, np_dtype, make, x.device)
     if not getattr(arr, "_ember_tracer", False):
         arr = x._device.backend.asarray(arr)
     return Tensor._make(arr, x.device)
@@ -301,7 +312,7 @@ def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
 # embedding ---------------------------------------------------------------------------------------
 def _embedding_forward(xp, w, idx):
     num = w.shape[0]
-    if idx.size and (idx.min() < 0 or idx.max() >= num):
+    if idx.size and ((idx < 0) | (idx >= num)).any():  # (one read on a GPU, not two)
         bad = idx[(idx < 0) | (idx >= num)].flat[0]
         raise EmberIndexError(f"embedding: index {int(bad)} is out of range for {num} "
                               f"embeddings (weight of shape {tuple(w.shape)})")

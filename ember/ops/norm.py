@@ -20,6 +20,7 @@ from ..autograd import grad_mode
 from ..errors import EmberError, EmberValueError, ShapeError
 from ..tensor import Tensor
 from . import elementwise as ew
+from ._xp import blas_reductions
 from .activation import _upcast  # half precision computes in float32
 from .creation import zeros
 from .elementwise_composite import clamp_min
@@ -45,7 +46,7 @@ def _rows(a, axes):
 
 def _mean_of(xp, a, axes, b=None):
     """The mean of ``a`` (or of a * b, same shape) over ``axes``, keeping them."""
-    rows = _rows(a, axes)
+    rows = _rows(a, axes) if blas_reductions(xp) else None
     if rows is None or (b is not None and not b.flags.c_contiguous):
         return xp.mean(a if b is None else a * b, axis=axes, keepdims=True)
     n = rows.shape[1]
@@ -60,8 +61,8 @@ def _mean_of(xp, a, axes, b=None):
 def _reduce_to(xp, a, shape, b=None):
     """Sum ``a`` (or a * b, same shape) down to ``shape`` (which broadcasts to a.shape)."""
     lead = a.ndim - len(shape)
-    if lead and tuple(a.shape[lead:]) == tuple(shape):  # a sum over the leading dims
-        rows = _rows(a, tuple(range(lead, a.ndim)))
+    if lead and tuple(a.shape[lead:]) == tuple(shape) and blas_reductions(xp):
+        rows = _rows(a, tuple(range(lead, a.ndim)))  # a sum over the leading dims
         if rows is not None and (b is None or b.flags.c_contiguous):
             if b is None:
                 return (xp.ones(rows.shape[0], dtype=rows.dtype) @ rows).reshape(shape)

@@ -6,11 +6,11 @@ import operator
 import numpy as np
 
 from .. import dtypes as dt
-from ..backends import device as _device
+from ..backends import CPU, placement
 from ..errors import EmberError, EmberTypeError
 from ..tensor import Tensor
 from . import registry
-from .creation import _dtype, _new, _number, _size
+from .creation import _dev, _dtype, _new, _number, _size
 
 __all__ = ["rand", "randn", "randint", "normal", "rand_like", "randn_like", "randint_like",
            "randperm", "bernoulli", "multinomial", "manual_seed", "seed", "initial_seed",
@@ -26,7 +26,9 @@ def _entropy_seed() -> int:
 
 
 class Generator:
-    """A random-number generator (NumPy's PCG64 underneath), as ``torch.Generator``.
+    """A random-number generator, as ``torch.Generator``: on the CPU NumPy's PCG64, on a
+    GPU the backend's (cuRAND through CuPy). The same seed gives different numbers on
+    different device types, as in PyTorch.
 
     >>> g = ember.Generator().manual_seed(0)
     >>> ember.randn(2, generator=g).shape
@@ -34,7 +36,7 @@ class Generator:
     """
 
     def __init__(self, device="cpu"):
-        self.device = _device(device)
+        self.device = placement(device)
         self.manual_seed(_DEFAULT_SEED)
 
     def manual_seed(self, seed: int) -> "Generator":
@@ -63,27 +65,55 @@ class Generator:
 
 
 _default_gen: Generator | None = None
+_device_gens: dict = {}        # device -> its default generator (made on first use)
+_seed_for_devices: int | None = None  # the last manual_seed, for generators made later
 
 
-def default_generator() -> Generator:
-    """The process-wide generator random ops use when given none (seeded from entropy)."""
+def default_generator(device=None) -> Generator:
+    """The process-wide generator random ops on ``device`` (the CPU by default) use when
+    given none. Each device has its own, seeded from entropy, or by the last
+    :func:`manual_seed`, which seeds them all."""
     global _default_gen
-    if _default_gen is None:
-        _default_gen = Generator().manual_seed(_entropy_seed())
-    return _default_gen
+    dev = CPU if device is None else placement(device)
+    if dev is CPU:
+        if _default_gen is None:
+            _default_gen = Generator().manual_seed(_entropy_seed())
+        return _default_gen
+    gen = _device_gens.get(dev)
+    if gen is None:
+        seed = _seed_for_devices if _seed_for_devices is not None else _entropy_seed()
+        gen = _device_gens[dev] = Generator(dev).manual_seed(seed)
+    return gen
 
 
 def manual_seed(seed: int) -> Generator:
-    """Seed the default generator, so random ops repeat from here on; returns it.
+    """Seed the default generators of every device, so random ops repeat from here on;
+    returns the CPU's.
 
     >>> ember.manual_seed(0)
     """
+    global _seed_for_devices
+    _seed_for_devices = operator.index(seed)
+    for gen in _device_gens.values():
+        gen.manual_seed(seed)
     return default_generator().manual_seed(seed)
 
 
+def seed_devices(device_type: str, seed: int | None) -> None:
+    """Seed the default generators of the devices of ``device_type`` made so far, and
+    those made later (``ember.cuda.manual_seed_all``); None re-seeds from entropy."""
+    global _seed_for_devices
+    if seed is not None:
+        _seed_for_devices = operator.index(seed)
+    for dev, gen in _device_gens.items():
+        if dev.type == device_type:
+            gen.manual_seed(_entropy_seed() if seed is None else seed)
+
+
 def seed() -> int:
-    """Seed the default generator from the OS's entropy; returns the seed."""
-    return default_generator().seed()
+    """Seed the default generators of every device from the OS's entropy; returns the
+    seed."""
+    return manual_seed(_entropy_seed()).initial_seed()
 
 
 def initial_seed() -> int:
@@ -102,18 +132,26 @@ def set_rng_state(new_state: dict) -> None:
     default_generator().set_state(new_state)
 
 
-def _rng(generator):
-    return (generator or default_generator())._rng
+def _rng(generator, device=CPU):
+    """The backend generator of ``generator``, or of ``device``'s default one."""
+    return (generator or default_generator(device))._rng
 
 
-def draw(generator, shape: tuple, np_dtype, make):
-    """The array ``make(rng)`` (of ``shape`` and ``np_dtype``) for the generator's NumPy
-    ``rng``. While ``ember.jit`` traces, the draw becomes a graph instruction that runs
-    at every call, in program order, so compiled and eager runs draw the same numbers."""
+def _xp(generator, device):
+    """The array module of the arrays ``generator`` (or ``device``'s default) draws."""
+    return (device if generator is None else generator.device).backend.xp
+
+
+def draw(generator, shape: tuple, np_dtype, make, device=CPU):
+    """The array ``make(rng)`` (of ``shape`` and ``np_dtype``) for the backend ``rng`` of
+    ``generator`` (by default ``device``'s default generator): an array on that
+    generator's device. While ``ember.jit`` traces, the draw becomes a graph instruction
+    that runs at every call, in program order, so compiled and eager runs draw the same
+    numbers."""
     trace = registry._trace
     if trace is None:
-        return make(_rng(generator))
-    return trace.draw(make, lambda: _rng(generator), shape, np_dtype)
+        return make(_rng(generator, device))
+    return trace.draw(make, lambda: _rng(generator, device), shape, np_dtype)
 
 
 def _float_dtype(name: str, dtype) -> dt.DType:
@@ -140,13 +178,16 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = F
     dtype = _float_dtype("rand", dtype)
     shape = _size(size, "rand")
     bits = _MANTISSA_BITS.get(dtype.name)
+    dev = _dev(device, "rand")
+    xp = _xp(generator, dev)
 
     def make(rng):
         arr = rng.random(shape, _draw_dtype(dtype))
         if bits is not None:  # round down to the narrow type's grid: 1.0 never appears
-            arr = np.floor(arr * 2.0 ** bits) / 2.0 ** bits
+            arr = xp.floor(arr * 2.0 ** bits) / 2.0 ** bits
         return arr.astype(dtype.np, copy=False)
-    return _new("rand", draw(generator, shape, dtype.np, make), dtype, device, requires_grad)
+    return _new("rand", draw(generator, shape, dtype.np, make, dev), dtype, dev,
+                requires_grad)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = False):
@@ -157,9 +198,10 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = 
     """
     dtype = _float_dtype("randn", dtype)
     shape = _size(size, "randn")
+    dev = _dev(device, "randn")
     arr = draw(generator, shape, dtype.np, lambda rng: rng.standard_normal(
-        shape, _draw_dtype(dtype)).astype(dtype.np, copy=False))
-    return _new("randn", arr, dtype, device, requires_grad)
+        shape, _draw_dtype(dtype)).astype(dtype.np, copy=False), dev)
+    return _new("randn", arr, dtype, dev, requires_grad)
 
 
 def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None,
@@ -191,9 +233,10 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
     elif dtype is dt.bool and (low < 0 or high > 2):
         raise EmberError(f"randint: [{low}, {high}) does not fit in dtype bool")
     shape = _size((size,), "randint")
+    dev = _dev(device, "randint")
     arr = draw(generator, shape, dtype.np, lambda rng: rng.integers(
-        low, high, shape, dtype=np.int64).astype(dtype.np, copy=False))
-    return _new("randint", arr, dtype, device, requires_grad)
+        low, high, shape, dtype=np.int64).astype(dtype.np, copy=False), dev)
+    return _new("randint", arr, dtype, dev, requires_grad)
 
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None,
@@ -226,11 +269,12 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
         raise EmberError(f"normal: expects std >= 0.0, but found std {std}")
     dtype = _float_dtype("normal", dtype)
     shape, np_dtype = _size((size,), "normal"), _draw_dtype(dtype)
+    dev = _dev(device, "normal")
 
     def make(rng):
         arr = rng.standard_normal(shape, np_dtype) * np_dtype(std) + np_dtype(mean)
         return arr.astype(dtype.np, copy=False)
-    return _new("normal", draw(generator, shape, dtype.np, make), dtype, device,
+    return _new("normal", draw(generator, shape, dtype.np, make, dev), dtype, dev,
                 requires_grad)
 
 
@@ -268,9 +312,10 @@ def randperm(n: int, *, generator=None, dtype=None, device=None, requires_grad=F
     if n < 0:
         raise EmberError(f"randperm: n must be non-negative, got {n}")
     dtype = _dtype("randperm", dtype, dt.int64)
+    dev = _dev(device, "randperm")
     arr = draw(generator, (n,), dtype.np,
-               lambda rng: rng.permutation(n).astype(dtype.np, copy=False))
-    return _new("randperm", arr, dtype, device, requires_grad)
+               lambda rng: rng.permutation(n).astype(dtype.np, copy=False), dev)
+    return _new("randperm", arr, dtype, dev, requires_grad)
 
 
 def bernoulli(input, p=None, *, generator=None):
@@ -287,13 +332,16 @@ def bernoulli(input, p=None, *, generator=None):
     if prob.size and not ((prob >= 0) & (prob <= 1)).all():
         raise EmberError("bernoulli: expected all probabilities in [0, 1]")
     shape, np_dtype = tuple(input.shape), input.dtype.np
+    xp = _xp(generator, input.device)
     arr = draw(generator, shape, np_dtype,
-               lambda rng: (rng.random(shape) < prob).astype(np_dtype))
+               lambda rng: (rng.random(shape) < xp.asarray(prob)).astype(np_dtype),
+               input.device)
     return _new("bernoulli", arr, input.dtype, input.device, False)
 
 
 def multinomial(input, num_samples: int, replacement: bool = False, *, generator=None):
     """Indices drawn from the rows of ``input`` (non-negative weights, 1-D or 2-D).
+    The draw runs on the host with a CPU generator, also for a tensor on a GPU.
 
     >>> ember.multinomial(ember.tensor([0.0, 1.0, 0.0]), 2, replacement=True)
     tensor([1, 1])
@@ -315,6 +363,9 @@ def multinomial(input, num_samples: int, replacement: bool = False, *, generator
         raise EmberError(f"multinomial: cannot draw {num_samples} samples without "
                          f"replacement from a row with fewer non-zero weights (shape "
                          f"{tuple(input.shape)})")
+    if generator is not None and generator.device is not CPU:
+        raise EmberError(f"multinomial: draws on the host, from a CPU generator; got a "
+                         f"generator on {generator.device}")
     rng = _rng(generator)
     out = np.stack([rng.choice(rows.shape[-1], num_samples, replace=replacement,
                                p=r / r.sum()) for r in rows])

@@ -17,6 +17,7 @@ from .. import dtypes as dt
 from ..errors import EmberError, EmberIndexError, EmberTypeError
 from ..tensor import Tensor
 from . import elementwise as ew, logical as lg
+from ._xp import max_keepdims
 from .registry import AbstractValue, apply, register
 from .shape import cat, expand, permute, reshape, unsqueeze, wrap_dim, wrap_dims
 
@@ -457,7 +458,7 @@ def argmin(input, dim=None, keepdim: bool = False):
 def _logsumexp_forward(xp, a, dims, keepdim):
     acc = _accumulate_dtype(a)
     x = a.astype(acc) if acc is not None else a
-    shift = xp.max(x, axis=dims, keepdims=True, initial=-np.inf)
+    shift = max_keepdims(xp, x, dims)
     shift = xp.where(xp.isfinite(shift), shift, 0)  # all -inf (or inf, nan) slices
     out = xp.log(xp.sum(xp.exp(x - shift), axis=dims, keepdims=True)) + shift
     if not keepdim:
@@ -581,7 +582,10 @@ def all(input, dim=None, keepdim: bool = False):
     >>> ember.tensor([[True, False], [True, True]]).all(1)
     tensor([False,  True])
     """
-    return apply(_ALL, input, dims=reduce_dims(input, dim, "all"), keepdim=keepdim)
+    # PyTorch reduces nothing for an empty dim tuple here (unlike sum's "all dims")
+    dims = () if isinstance(dim, (tuple, list)) and len(dim) == 0 else \
+        reduce_dims(input, dim, "all")
+    return apply(_ALL, input, dims=dims, keepdim=keepdim)
 
 
 def any(input, dim=None, keepdim: bool = False):
@@ -590,7 +594,10 @@ def any(input, dim=None, keepdim: bool = False):
     >>> ember.tensor([[0.0, 0.0], [0.0, 2.0]]).any(1)
     tensor([False,  True])
     """
-    return apply(_ANY, input, dims=reduce_dims(input, dim, "any"), keepdim=keepdim)
+    # PyTorch reduces nothing for an empty dim tuple here (unlike sum's "all dims")
+    dims = () if isinstance(dim, (tuple, list)) and len(dim) == 0 else \
+        reduce_dims(input, dim, "any")
+    return apply(_ANY, input, dims=dims, keepdim=keepdim)
 
 
 _COUNT_NONZERO = register(

@@ -122,17 +122,22 @@ def apply(op: Op, *inputs, **params):
     device = first._device
     for t in inputs:
         if t._device is not device:
-            raise EmberError(f"{op.name}: expected all tensors on the same device, got "
-                             f"{first._device} and {t._device}")
+            device, inputs = _common_device(op, inputs)
         if t._base is not None and t._view_version != t._version[0]:
             t._refresh_view_node()  # its base changed in place since it was made
     trace = _trace
     if trace is not None:
         out = _traced_forward(trace, op, inputs, params)
     else:
+        backend = device.backend
         try:
-            out = (op.fast or op.forward)(device.backend.xp, *[t._data for t in inputs],
-                                          **params)
+            if backend.scoped:  # one of several GPUs: run where the inputs live
+                with backend.activate():
+                    out = (op.fast or op.forward)(backend.xp, *[t._data for t in inputs],
+                                                  **params)
+            else:
+                out = (op.fast or op.forward)(backend.xp, *[t._data for t in inputs],
+                                              **params)
         except EmberError:
             raise
         except Exception as exc:  # NumPy's message, restated as an ember error
@@ -165,6 +170,26 @@ def apply(op: Op, *inputs, **params):
         if outs:
             _record(op, inputs, params, results, out if op.saves_outputs else None)
     return results
+
+
+def _common_device(op: Op, inputs: tuple):
+    """The device of an op whose inputs are on different devices, and the inputs moved
+    there. As in PyTorch, a 0-d CPU tensor (a scalar: a step count, a loss scale) may
+    join tensors on another device, and is copied over; anything else is an error."""
+    from ..backends import CPU
+    devices = []
+    for t in inputs:
+        if t._device not in devices and not (t._device is CPU and t.ndim == 0):
+            devices.append(t._device)
+    if len(devices) > 1:
+        raise EmberError(f"{op.name}: expected all tensors on the same device, got "
+                         f"{devices[0]} and {devices[1]} (only 0-d CPU tensors may join "
+                         f"tensors on another device); move them with .to(device)")
+    if not devices:  # (all on the CPU)
+        return CPU, inputs
+    device = devices[0]
+    from .creation import to_device
+    return device, tuple(t if t._device is device else to_device(t, device) for t in inputs)
 
 
 def apply_in_given_dtypes(op: Op, *inputs, **params):

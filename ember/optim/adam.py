@@ -120,7 +120,8 @@ _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 def _plain(p, grad, state) -> bool:
     """Whether the update can run on the arrays directly: float32/float64 NumPy arrays
-    of one dtype and shape (what the in-place methods' fast paths would take anyway)."""
+    of one dtype, shape and device (what the in-place methods' fast paths would take
+    anyway)."""
     data = p._data
     if data.__class__ is not np.ndarray or data.dtype not in _FLOATS:
         return False
@@ -128,7 +129,7 @@ def _plain(p, grad, state) -> bool:
         a = t._data
         if a.__class__ is not np.ndarray or t is state["step"]:
             continue
-        if a.dtype != data.dtype or a.shape != data.shape:
+        if a.dtype != data.dtype or a.shape != data.shape or t._device is not p._device:
             return False
     g = grad._data
     return g.__class__ is np.ndarray and g.dtype == data.dtype and g.shape == data.shape

@@ -418,13 +418,14 @@ _COUNTERS = ("step", "mu_product")
 
 
 def _cast_state(p: Tensor, key: str, value):
-    """A loaded state entry for parameter ``p``: tensors copied, in ``p``'s dtype (the
-    ``step`` and ``mu_product`` counters keep their own); containers converted element
-    by element."""
+    """A loaded state entry for parameter ``p``: tensors copied onto ``p``'s device, in
+    ``p``'s dtype (the ``step`` and ``mu_product`` counters keep their own dtype and stay
+    on the CPU, as PyTorch keeps them); containers converted element by element."""
     if isinstance(value, Tensor):
-        if key in _COUNTERS or not p.is_floating_point() or value.dtype is p.dtype:
-            return value.detach().clone()
-        return value.detach().to(p.dtype)
+        if key in _COUNTERS:
+            return value.detach().to("cpu", copy=True)
+        dtype = p.dtype if p.is_floating_point() else value.dtype
+        return value.detach().to(device=p.device, dtype=dtype, copy=True)
     if key == "step" and isinstance(value, (int, float)):
         return _tensor(float(value), dtype=scalar_dtype())
     if isinstance(value, dict):

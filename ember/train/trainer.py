@@ -30,6 +30,7 @@ from .arguments import (batch_size, check_duck, check_positive, loader_length,
 from .callbacks import Callback
 from .checkpoint import (checkpoint_name, latest_checkpoint, read_checkpoint,
                          write_checkpoint)
+from .devices import batch_to, model_device
 from .errors import NonFiniteLossError, TrainerError
 from .history import History
 from .interrupts import DeferredInterrupt
@@ -45,6 +46,9 @@ _END = object()
 
 class Trainer:
     """Train ``model`` with ``optimizer`` on ``train_loader``; evaluate, log, checkpoint.
+
+    The model may live on any device (``model.to("cuda")``): each batch's tensors are
+    moved to the device of its parameters.
 
     Args:
         model: the module to train.
@@ -82,7 +86,8 @@ class Trainer:
         grad_scaler: an ``ember.amp.GradScaler`` (anything with ``scale``,
             ``unscale_``, ``step``, ``update``): a NaN/inf loss then skips the step
             instead of stopping training.
-        autocast_dtype: run forward and loss under ``ember.amp.autocast(dtype=...)``.
+        autocast_dtype: run forward and loss under ``ember.amp.autocast(dtype=...)``,
+            for the model's device type.
         compile: run each optimizer step (forward, backward, clipping, optimizer step)
             as one ``ember.jit`` graph.
         checkpoint_dir: where emergency checkpoints (and, by default,
@@ -306,7 +311,7 @@ class Trainer:
             with grad_mode.no_grad(), self._autocast():
                 for batch in loader:
                     inputs = batch[0] if isinstance(batch, (list, tuple)) else batch
-                    outputs.append(self.model(inputs))
+                    outputs.append(self.model(batch_to(inputs, model_device(self.model))))
         finally:
             self.model.train(was_training)
         if outputs and all(isinstance(o, Tensor) and o.ndim > 0 for o in outputs) and \
@@ -535,7 +540,7 @@ class Trainer:
     def _compiled_micro_step(self, batch, first: bool) -> float:
         fused = self.grad_accumulation_steps == 1  # the whole step is one graph
         fn = self._compiled_fn("step" if fused else "backward", self._traced_step)
-        loss, output, target = fn(batch, first, fused)
+        loss, output, target = fn(batch_to(batch, model_device(self.model)), first, fused)
         value = self._loss_value(loss)
         if not math.isfinite(value):
             raise self._non_finite(value, applied=fused)
@@ -614,10 +619,11 @@ class Trainer:
         except ImportError:
             raise TrainerError("Trainer: autocast_dtype needs ember.amp, which this ember "
                                "does not have") from None
-        return amp.autocast(dtype=self.autocast_dtype)
+        return amp.autocast(model_device(self.model).type, dtype=self.autocast_dtype)
 
     def _forward(self, batch):
         """``(loss, output, target)`` of one batch (output/target None when unknown)."""
+        batch = batch_to(batch, model_device(self.model))
         if self.training_step is not None:
             result = self.training_step(self.model, batch)
             if isinstance(result, dict):

@@ -6,23 +6,16 @@ held by a static graph: for those the check is that ember.jit refuses with a
 :class:`~ember.compiler.TraceError` that names the op."""
 from __future__ import annotations
 
-import importlib
-
 import numpy as np
 import pytest
 
 import ember
 from ember.compiler import TraceError
+from tests.backends.op_table_check import all_cases
 from tests.ops.optable import (_call, _first_float, _samples, float_positions, result_arrays,
                                to_ember)
 
-TABLES = ["tests.ops.test_elementwise", "tests.ops.test_elementwise_composite",
-          "tests.ops.test_linalg", "tests.ops.test_movement", "tests.ops.test_reduce",
-          "tests.ops.test_selection", "tests.ops.test_shape",
-          "tests.nn.test_functional_activation", "tests.nn.test_functional_conv",
-          "tests.nn.test_functional_loss", "tests.nn.test_functional_misc",
-          "tests.nn.test_functional_norm", "tests.nn.test_functional_pooling"]
-CASES = [c for mod in TABLES for c in importlib.import_module(mod).CASES]
+CASES = all_cases()
 TOL = {"float64": (1e-10, 1e-10), "float32": (1e-5, 1e-6)}
 
 

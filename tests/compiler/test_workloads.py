@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import ember
+from tests.backends.devices import DEVICES
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
 from training import batch, build, step_function  # noqa: E402
@@ -29,7 +30,7 @@ def backend(request, monkeypatch):
 SMALL_BATCH = {"mlp": 32, "cnn": 16, "gpt": 4}
 
 
-def _setup(workload, dtype, optimizer=None, rows=None):
+def _setup(workload, dtype, optimizer=None, rows=None, device="cpu"):
     previous = ember.get_default_dtype()
     ember.set_default_dtype(dtype)
     try:
@@ -37,13 +38,14 @@ def _setup(workload, dtype, optimizer=None, rows=None):
         model, opt, loss_fn = build(ember, workload)
     finally:
         ember.set_default_dtype(previous)
+    model.to(device)
     if optimizer == "sgd":
         opt = ember.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     x, y = batch(workload)
     x, y = x[:rows], y[:rows]
     x = ember.from_numpy(np.ascontiguousarray(x, dtype.np) if x.dtype.kind == "f" else
                          np.ascontiguousarray(x))
-    return model, opt, loss_fn, x, ember.from_numpy(np.ascontiguousarray(y))
+    return model, opt, loss_fn, x.to(device), ember.from_numpy(np.ascontiguousarray(y)).to(device)
 
 
 def _step(model, opt, loss_fn, x, y):
@@ -55,10 +57,11 @@ def _rel(a, b):
     return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-30))
 
 
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("workload", WORKLOADS)
 @pytest.mark.parametrize("dtype,tol", [(ember.float64, 1e-10), (ember.float32, 1e-5)])
-def test_loss_and_gradients_equal_eager(backend, workload, dtype, tol):
-    model, _, loss_fn, x, y = _setup(workload, dtype)
+def test_loss_and_gradients_equal_eager(backend, workload, dtype, tol, device):
+    model, _, loss_fn, x, y = _setup(workload, dtype, device=device)
     params = [p for _, p in model.named_parameters()]
 
     def grads(x, y):

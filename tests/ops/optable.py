@@ -9,6 +9,9 @@ tests that check, for every sample and dtype:
   direction; second-order gradients against central differences of the first;
 - every primitive's shape/dtype rule against what it actually produced.
 
+The PyTorch comparisons run on each of ``DEVICES`` (``cpu``, and ``cuda``, which skips
+without CuPy and a GPU): the ember side computes on the device, PyTorch on the CPU.
+
 A sample is ``S(*args, **kwargs)``; NumPy arrays among the arguments become tensors
 (both ember and torch), anything else passes through unchanged. ``nc(array)`` marks an
 array to be passed as a non-contiguous view.
@@ -16,6 +19,7 @@ array to be passed as a non-contiguous view.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import zlib
 from typing import Any, Callable
 
@@ -24,6 +28,7 @@ import pytest
 
 import ember
 from ember.ops import registry
+from tests.backends.devices import DEVICES, skip_unsupported
 
 try:
     import torch
@@ -107,7 +112,11 @@ def np_dtype(name):
     return ember.dtypes.as_dtype(name).np
 
 
-def to_ember(value, requires_grad=False):
+def to_ember(value, requires_grad=False, device=None):
+    """NumPy arrays as leaf tensors (on ``device``, default the CPU), ``nc`` arrays as
+    non-contiguous views; other values pass through."""
+    if device is not None and ember.device(device).type != "cpu":
+        return _on_device(value, requires_grad, device)
     if isinstance(value, NonContiguous):
         arr = value.array
         # a transposed copy, transposed back: same values, non-contiguous strides
@@ -122,6 +131,25 @@ def to_ember(value, requires_grad=False):
         return ember.from_numpy(value.copy()).requires_grad_(requires_grad)
     if isinstance(value, (list, tuple)) and value and isinstance(value[0], (np.ndarray, NonContiguous)):
         return type(value)(to_ember(v, requires_grad) for v in value)
+    return value
+
+
+def _on_device(value, requires_grad, device):
+    """:func:`to_ember` on another device: the same values and the same kinds of views."""
+    if isinstance(value, NonContiguous):
+        arr = value.array
+        if arr.ndim >= 2:
+            base = ember.from_numpy(np.ascontiguousarray(arr.swapaxes(0, -1))).to(device)
+            view = base.transpose(0, arr.ndim - 1)
+        elif arr.ndim == 1 and arr.size:
+            view = ember.from_numpy(np.repeat(arr, 2)).to(device)[::2]
+        else:
+            view = ember.from_numpy(arr.copy()).to(device)
+        return view.requires_grad_(requires_grad)
+    if isinstance(value, np.ndarray):
+        return ember.from_numpy(value.copy()).to(device).requires_grad_(requires_grad)
+    if isinstance(value, (list, tuple)) and value and isinstance(value[0], (np.ndarray, NonContiguous)):
+        return type(value)(_on_device(v, requires_grad, device) for v in value)
     return value
 
 
@@ -180,6 +208,14 @@ def assert_close(actual, expected, dtype, tol=None, what=""):
         np.testing.assert_allclose(a, e, rtol=rtol, atol=atol, equal_nan=True, err_msg=what)
 
 
+def on_device_tol(tol: dict, device: str) -> dict:
+    """``tol`` for results computed on ``device``: ten times wider on a GPU, which sums
+    in another order than the CPU (and PyTorch's CPU kernels)."""
+    if ember.device(device).type == "cpu":
+        return tol
+    return {k: (r * 10, a * 10) for k, (r, a) in tol.items()}
+
+
 def float_positions(sample):
     """Indices of the positional arguments that are floating arrays (differentiable)."""
     out = []
@@ -212,10 +248,12 @@ class _ShapeRuleObserver:
         outs = out if op.n_outputs > 1 else (out,)
         inferred = inferred if op.n_outputs > 1 else (inferred,)
         for got, want in zip(outs, inferred):
-            assert tuple(np.shape(got)) == tuple(want.shape), \
-                f"{op.name}: shape rule says {want.shape}, forward gave {np.shape(got)}"
-            assert ember.dtypes.as_dtype(np.asarray(got).dtype) is want.dtype, \
-                f"{op.name}: dtype rule says {want.dtype}, forward gave {np.asarray(got).dtype}"
+            shape = tuple(got.shape) if hasattr(got, "shape") else np.shape(got)
+            dtype = got.dtype if hasattr(got, "dtype") else np.asarray(got).dtype
+            assert shape == tuple(want.shape), \
+                f"{op.name}: shape rule says {want.shape}, forward gave {shape}"
+            assert ember.dtypes.as_dtype(dtype) is want.dtype, \
+                f"{op.name}: dtype rule says {want.dtype}, forward gave {dtype}"
             # only views may share memory with an input (ember.jit's memory plan and
             # in-place ops on results rely on it)
             if not op.is_view and isinstance(got, np.ndarray):
@@ -233,13 +271,16 @@ def generate(cases, namespace):
     ids = lambda p: f"{p[0].name}-{p[1]}"  # noqa: E731
 
     @needs_torch
+    @pytest.mark.parametrize("device", DEVICES)
     @pytest.mark.parametrize("case_dtype", fwd, ids=ids)
-    def test_forward_matches_torch(case_dtype):
+    def test_forward_matches_torch(case_dtype, device):
         case, dtype = case_dtype
         if case.torch_fn is None:
             pytest.skip("no torch reference")
+        skip_unsupported(device, dtype)
+        on_device = functools.partial(to_ember, device=device)
         for sample in _samples(case, dtype):
-            eargs, ekw = _call(case, sample, to_ember)
+            eargs, ekw = _call(case, sample, on_device)
             targs, tkw = _call(case, sample, to_torch)
             registry._observer = _ShapeRuleObserver()
             try:
@@ -250,7 +291,8 @@ def generate(cases, namespace):
             what = f"{case.name}[{dtype}] {sample}"
             assert result_dtypes(out) == result_dtypes(ref), \
                 f"{what}: dtypes {result_dtypes(out)}, torch gives {result_dtypes(ref)}"
-            assert_close(result_arrays(out), result_arrays(ref), dtype, case.tol, what)
+            assert_close(result_arrays(out), result_arrays(ref), dtype,
+                         on_device_tol(case.tol or TOL, device), what)
 
     @pytest.mark.parametrize("case", [c for c in cases if c.np_fn], ids=repr)
     def test_forward_matches_numpy(case):
@@ -265,16 +307,18 @@ def generate(cases, namespace):
                          f"{case.name} vs numpy {sample}")
 
     @needs_torch
+    @pytest.mark.parametrize("device", DEVICES)
     @pytest.mark.parametrize("case_dtype", grad, ids=ids)
-    def test_grad_matches_torch(case_dtype):
+    def test_grad_matches_torch(case_dtype, device):
         case, dtype = case_dtype
         if case.torch_fn is None:
             pytest.skip("no torch reference")
+        on_device = functools.partial(to_ember, device=device)
         for sample in _samples(case, dtype):
             pos = float_positions(sample)
             if not pos:
                 continue
-            eargs, ekw = _call(case, sample, to_ember, pos)
+            eargs, ekw = _call(case, sample, on_device, pos)
             targs, tkw = _call(case, sample, to_torch, pos)
             eout = _first_float(case.fn(*eargs, **ekw))
             tout = _first_float(case.torch_fn(*targs, **tkw))
@@ -283,7 +327,7 @@ def generate(cases, namespace):
             rng = np.random.default_rng(0)
             up = rng.standard_normal(tuple(tout.shape)).astype(np_dtype(dtype))
             egrads = ember.autograd.grad(eout, [eargs[i] for i in pos],
-                                         ember.from_numpy(up), allow_unused=True)
+                                         ember.from_numpy(up).to(device), allow_unused=True)
             tgrads = torch.autograd.grad(tout, [targs[i] for i in pos], torch.from_numpy(up),
                                          allow_unused=True)
             for i, eg, tg in zip(pos, egrads, tgrads):
@@ -295,7 +339,8 @@ def generate(cases, namespace):
                     assert not result_arrays(tg)[0].any(), f"{what}: ember gave no gradient"
                     continue
                 assert eg.dtype.name == dtype, f"{what}: grad dtype {eg.dtype}"
-                assert_close(result_arrays(eg), result_arrays(tg), dtype, GRAD_TOL, what)
+                assert_close(result_arrays(eg), result_arrays(tg), dtype,
+                             on_device_tol(GRAD_TOL, device), what)
 
     @pytest.mark.parametrize("case", fd, ids=repr)
     def test_grad_matches_finite_differences(case):

@@ -3,12 +3,14 @@
 A renderer turns :class:`~ember.compiler.fused.FusedKernel` objects into code for one
 backend and binds each kernel to it: ``renderer.render(kernel) -> source`` and
 ``renderer.prepare(kernels)`` (build what is missing, then ``kernel.bind(run, name)``).
-``"c"`` (``c.py``: C compiled by the system compiler) is the one there is; a CUDA
-renderer registers itself with :func:`register_renderer` and reuses the scalar rules of
-``scalar.py``. ``"numpy"`` is always there: the kernel runs its steps' NumPy forwards.
+``"c"`` (``c.py``: C compiled by the system compiler) and ``"cuda"`` (``cuda.py``: CUDA C
+compiled by NVRTC through CuPy) share the scalar rules of ``scalar.py``. ``"numpy"`` is
+always there: the kernel runs its steps' NumPy forwards (with any array module).
 
-``EMBER_JIT_BACKEND`` chooses: ``numpy``, ``c``, or unset (``c`` when a C compiler is
-found, else ``numpy``).
+Which one lowers a graph follows the device of its tensors (:func:`renderer_for`): on
+the CPU ``EMBER_JIT_BACKEND`` chooses: ``numpy``, ``c``, or unset (``c`` when a C
+compiler is found, else ``numpy``); another device names its renderer in its backend's
+``kernel_renderer``.
 """
 from __future__ import annotations
 
@@ -18,11 +20,16 @@ from typing import Callable
 from ...errors import EmberError
 
 RENDERERS: dict[str, Callable] = {}
+_HALF_TYPES: set = set()  # renderers that hold float16 and bfloat16
 
 
-def register_renderer(name: str, factory: Callable) -> None:
-    """Make ``EMBER_JIT_BACKEND=name`` lower fused kernels with ``factory()``."""
+def register_renderer(name: str, factory: Callable, half_types: bool = False) -> None:
+    """Make ``name`` (a backend's ``kernel_renderer``, or ``EMBER_JIT_BACKEND``) lower
+    fused kernels with ``factory()``; ``half_types``: its kernels hold float16 and
+    bfloat16 values (computing in float32), so the fusion pass fuses those ops too."""
     RENDERERS[name] = factory
+    if half_types:
+        _HALF_TYPES.add(name)
 
 
 def _c_renderer():
@@ -30,11 +37,31 @@ def _c_renderer():
     return CRenderer()
 
 
+def _cuda_renderer():
+    from .cuda import CUDARenderer
+    return CUDARenderer()
+
+
 register_renderer("c", _c_renderer)
+register_renderer("cuda", _cuda_renderer, half_types=True)
+
+
+def holds_half_types(renderer: str) -> bool:
+    """Whether ``renderer``'s kernels hold float16 and bfloat16 values."""
+    return renderer in _HALF_TYPES
+
+
+def renderer_for(device) -> str:
+    """The renderer of fused kernels on ``device``: the backend's ``kernel_renderer``
+    (``"numpy"``: its NumPy-style steps, through the backend's array module), where a C
+    renderer means today's :func:`backend_name` choice (``EMBER_JIT_BACKEND``)."""
+    name = getattr(device.backend, "kernel_renderer", None) or "c"
+    return backend_name() if name == "c" else name
 
 
 def backend_name() -> str:
-    """The backend fused kernels are lowered to now (``"c"``, ``"numpy"``, ...)."""
+    """The backend fused kernels on the CPU are lowered to now (``"c"`` or
+    ``"numpy"``)."""
     chosen = os.environ.get("EMBER_JIT_BACKEND", "").strip().lower()
     if chosen == "numpy":
         return "numpy"
@@ -46,21 +73,24 @@ def backend_name() -> str:
             raise EmberError("ember.jit: EMBER_JIT_BACKEND=c but no C compiler was found "
                              "(set CC to one, or use EMBER_JIT_BACKEND=numpy)")
         return "numpy"
-    if chosen in RENDERERS:
-        return chosen
     raise EmberError(f"ember.jit: EMBER_JIT_BACKEND={chosen!r} is not a backend; expected "
-                     f"one of {sorted(set(RENDERERS) | {'numpy'})}")
+                     "one of ['c', 'numpy'] (it chooses how fused kernels run on the CPU; "
+                     "another device's backend names its own renderer)")
 
 
-def prepare_kernels(ops, compile_now: bool = False) -> None:
+def prepare_kernels(ops, compile_now: bool = False, renderer: str | None = None) -> None:
     """Lower every fused kernel among ``ops`` not yet bound, all at once (so the C
     compiler runs once per missing kernel, several in parallel); with ``compile_now``
-    the code is built before this returns rather than at the first kernel's call."""
+    the code is built before this returns rather than at the first kernel's call.
+    ``renderer``: the renderer's name (default: :func:`backend_name`)."""
     from ..fused import FusedKernel
     kernels = [op for op in ops if isinstance(op, FusedKernel) and op.backend is None]
     if not kernels:
         return
-    name = backend_name()
+    name = backend_name() if renderer is None else renderer
+    if name not in RENDERERS and name != "numpy":
+        raise EmberError(f"ember.jit: no kernel renderer {name!r}; expected one of "
+                         f"{sorted(set(RENDERERS) | {'numpy'})}")
     if name == "numpy":
         for k in kernels:
             k.bind(k.evaluate, "numpy")
@@ -68,4 +98,5 @@ def prepare_kernels(ops, compile_now: bool = False) -> None:
     RENDERERS[name]().prepare(kernels, compile_now)
 
 
-__all__ = ["RENDERERS", "register_renderer", "backend_name", "prepare_kernels"]
+__all__ = ["RENDERERS", "register_renderer", "backend_name", "renderer_for",
+           "holds_half_types", "prepare_kernels"]

@@ -197,10 +197,14 @@ def load_kernels(sources, compile: bool = True) -> list:
 
 
 def _load(path: str):
-    # OpenMP threads that spin after a parallel loop take the cores from BLAS's
-    # threads and the Python thread (the gpt step ran 1.5x slower): ask the OpenMP
-    # runtime, before it starts, to let idle threads sleep, unless the user chose.
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # OpenMP threads that spin after a parallel loop take the cores from OpenBLAS's own
+    # threads (the gpt step ran 1.5x slower): where OpenBLAS keeps its threads (ember's
+    # BLAS driver is off), ask the OpenMP runtime, before it starts, to let idle threads
+    # sleep, unless the user chose. With the driver, OpenMP is the only pool and its
+    # short spin between parallel regions saves a wake-up each time.
+    from ...backends import cpu_blas
+    if not cpu_blas.wanted():
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         return ctypes.CDLL(path).ember_kernel
     except (OSError, AttributeError):

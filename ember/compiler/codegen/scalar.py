@@ -129,8 +129,10 @@ def _abs(a, ins, out, p):
 
 def _sign(a, ins, out, p):
     x = a[0]
-    if out.name in _FLOATS:  # NaN and signed zeros pass through, as in NumPy
-        return f"({x} > 0 ? {literal(1, out)} : ({x} < 0 ? {literal(-1, out)} : {x}))"
+    if out.name in _FLOATS:  # signed zeros pass through; NaN gives 0, as the op's forward
+        zero = literal(0, out)
+        return (f"({x} > 0 ? {literal(1, out)} : ({x} < 0 ? {literal(-1, out)} : "
+                f"({x} == {x} ? {x} : {zero})))")
     return f"(({x} > 0) - ({x} < 0))" if out.name in _NUMBERS and out.is_signed else None
 
 
@@ -306,8 +308,29 @@ def expression(op_name: str, args, in_dtypes, out, params) -> str | None:
     return rule(list(args), list(in_dtypes), out, params)
 
 
-def can_lower(op_name: str, in_dtypes, out, params) -> bool:
-    """Whether a fused kernel can compute ``op_name`` for these dtypes and params."""
+# Dtypes a renderer may hold in memory but computes in float32 (the CUDA renderer):
+# every op converts its operands to float, computes as for float32 and rounds its result
+# back, as NumPy's float16 loops do.
+HALF_TYPES = ("float16", "bfloat16")
+
+
+def compute_dtype(dtype):
+    """The dtype a rule computes ``dtype`` in: float32 for the half types, else itself."""
+    if dtype.name in HALF_TYPES:
+        from ...dtypes import float32
+        return float32
+    return dtype
+
+
+def can_lower(op_name: str, in_dtypes, out, params, half_types: bool = False) -> bool:
+    """Whether a fused kernel can compute ``op_name`` for these dtypes and params
+    (``half_types``: for a renderer that holds float16 and bfloat16 in float32)."""
+    if half_types:
+        if any(d.name in HALF_TYPES for d in (out, *in_dtypes)) and \
+                op_name in REDUCTIONS and op_name != "sum" and in_dtypes[0] is not out:
+            return False
+        in_dtypes = [compute_dtype(d) for d in in_dtypes]
+        out = compute_dtype(out)
     if op_name in REDUCTIONS:
         if out.name not in C_TYPES or in_dtypes[0].name not in C_TYPES:
             return False
@@ -318,6 +341,6 @@ def can_lower(op_name: str, in_dtypes, out, params) -> bool:
     return expression(op_name, names, in_dtypes, out, params) is not None
 
 
-__all__ = ["C_TYPES", "PRELUDE", "PRELUDE_NAMES", "RULES", "REDUCTIONS", "REDUCTION_OPERATORS",
-           "c_type", "literal", "expression", "can_lower", "accumulator_type",
-           "accumulator_start", "accumulate", "tracks_nan"]
+__all__ = ["C_TYPES", "HALF_TYPES", "PRELUDE", "PRELUDE_NAMES", "RULES", "REDUCTIONS",
+           "REDUCTION_OPERATORS", "c_type", "compute_dtype", "literal", "expression",
+           "can_lower", "accumulator_type", "accumulator_start", "accumulate", "tracks_nan"]

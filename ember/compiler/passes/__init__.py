@@ -27,3 +27,13 @@ def optimize(graph: Graph, passes=PIPELINE) -> Graph:
     for run in passes:
         graph = run(graph)
     return graph
+
+
+def lower(graph: Graph, renderer: str) -> Graph:
+    """:data:`LOWER` for the fused kernels of ``renderer`` (``"c"``, ``"cuda"``,
+    ``"numpy"``): the same passes, told what that renderer can hold (the NumPy
+    executor keeps fused primitives whole; the CUDA renderer also fuses float16 and
+    bfloat16 ops)."""
+    from ..codegen import holds_half_types
+    graph = decompose_composites(graph, renderer)
+    return fuse_elementwise(graph, half_types=holds_half_types(renderer))

@@ -22,13 +22,14 @@ from ..ir import Constant, Graph, Instr
 from ..trace import Trace, TracerArray
 
 
-def decompose_composites(graph: Graph) -> Graph:
+def decompose_composites(graph: Graph, renderer: str | None = None) -> Graph:
     """Replace each instruction whose op has a ``decompose`` rule by the rule's ops
-    (unless fused kernels run with NumPy).
+    (unless fused kernels run with NumPy: ``renderer`` is ``"numpy"``, or it is None
+    and :func:`~ember.compiler.codegen.backend_name` says so).
 
     >>> g = decompose_composites(g)   # softmax -> amax, sub, exp, sum, div
     """
-    if backend_name() == "numpy":
+    if (backend_name() if renderer is None else renderer) == "numpy":
         return graph
     instrs, replaced = [], {}
     for ins in graph.instrs:
@@ -67,6 +68,6 @@ def _record(ins: Instr, rule):
     for new in sub.graph.instrs:
         new.where = ins.where
     # tensors the rule made (numbers, index ranges) were lifted as inputs: constants
-    constants = sub.graph.constants + [Constant(rec.data, rec.input.value)
+    constants = sub.graph.constants + [Constant(rec.host_data(), rec.input.value)
                                        for rec in sub.lifted.values()]
     return sub.graph.instrs, constants, values

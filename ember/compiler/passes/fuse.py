@@ -40,13 +40,20 @@ class _Group:
         return g
 
 
-def fuse_elementwise(graph: Graph) -> Graph:
+def fuse_elementwise(graph: Graph, half_types: bool = False) -> Graph:
     """Replace each fusible chain of at least two instructions by one fused kernel.
+
+    Args:
+        graph: the graph, rewritten in place.
+        half_types: also fuse float16 and bfloat16 ops (for a renderer that computes
+            them in float32, as the CUDA renderer does; the C renderer leaves them to
+            NumPy).
 
     >>> g = fuse_elementwise(g)   # add, mul, exp over one shape -> fused_add_mul_exp
     """
+    held = scalar.C_TYPES.keys() | (set(scalar.HALF_TYPES) if half_types else set())
     literals = {c.value.id: c.array for c in graph.constants
-                if math.prod(c.value.shape) == 1 and c.value.dtype.name in scalar.C_TYPES}
+                if math.prod(c.value.shape) == 1 and c.value.dtype.name in held}
     order = {id(ins): i for i, ins in enumerate(graph.instrs)}
     group_of: dict[int, _Group] = {}  # value id -> the group that made it (or its root)
     groups: dict[int, _Group] = {}
@@ -58,7 +65,7 @@ def fuse_elementwise(graph: Graph) -> Graph:
                 g = g.root()
                 if all(g is not s for s in sources):
                     sources.append(g)
-        group = _start(ins)
+        group = _start(ins, half_types)
         if group is None:
             for g in sources:
                 g.sealed = True
@@ -95,7 +102,7 @@ def fuse_elementwise(graph: Graph) -> Graph:
     return graph
 
 
-def _start(ins: Instr) -> _Group | None:
+def _start(ins: Instr, half_types: bool) -> _Group | None:
     """A group holding just ``ins``, or None when ``ins`` cannot be fused."""
     op = ins.op
     if ins.effect or op.__class__ is not Op or op.n_outputs != 1:
@@ -104,7 +111,7 @@ def _start(ins: Instr) -> _Group | None:
     if math.prod(out.shape) == 0:
         return None
     in_dtypes = [v.dtype for v in ins.inputs]
-    if not scalar.can_lower(op.name, in_dtypes, out.dtype, ins.params):
+    if not scalar.can_lower(op.name, in_dtypes, out.dtype, ins.params, half_types):
         return None
     shapes = {tuple(v.shape) for v in ins.inputs}
     if op.name in scalar.REDUCTIONS:

@@ -1,0 +1,253 @@
+"""Matrix products on the CPU: NumPy's own OpenBLAS, driven from ember's thread pool.
+
+NumPy's OpenBLAS runs a product over its own worker threads, and after each product
+those workers keep spinning for a long while (tens of milliseconds) waiting for more.
+In a training step that leaves one of two cores busy with nothing the whole time, and
+ember's generated kernels, which run on OpenMP threads, get half a machine. Here
+OpenBLAS is asked for one thread, and a large product is split into row (or column)
+blocks that the OpenMP threads compute side by side, each with a one-thread GEMM: the
+products run as fast as before and everything parallel in ember shares one pool.
+
+It applies where it can: float32 and float64 operands whose last two dims are rows or
+columns of unit stride, with a C compiler to build the small driver. Anything else
+(and ``EMBER_BLAS=numpy``, a NumPy without OpenBLAS, a forked child) is ``np.matmul``.
+Asking OpenBLAS for one thread holds for the whole process: NumPy products outside
+ember then run on one thread too (``EMBER_BLAS=numpy`` leaves NumPy alone).
+"""
+from __future__ import annotations
+
+import ctypes
+import glob
+import math
+import os
+
+import numpy as np
+
+# Smaller products run on one thread (splitting costs more than it saves there).
+MIN_PARALLEL_FLOPS = 1 << 21
+
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+_np_matmul = np.matmul
+_pid = os.getpid()
+_state: dict = {}
+
+# The driver: p = [gemm, int64 ints?, item size, threads, batch, M, N, K,
+#                  A, lda, A batch stride, A transposed, B, ldb, B stride, B transposed,
+#                  C, C batch stride]; strides in elements; C is contiguous (ldc = N).
+_SOURCE = r"""
+#include <stdint.h>
+#include <omp.h>
+#define GEMM_TYPES(T, I) \
+    typedef void (*T##_l)(int, int, int, int64_t, int64_t, int64_t, T, const T *, int64_t, \
+                          const T *, int64_t, T, T *, int64_t); \
+    typedef void (*T##_i)(int, int, int, int32_t, int32_t, int32_t, T, const T *, int32_t, \
+                          const T *, int32_t, T, T *, int32_t);
+GEMM_TYPES(float, 0)
+GEMM_TYPES(double, 0)
+
+static void block(const int64_t *p, int64_t b, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
+{
+    const int64_t item = p[2], K = p[7], lda = p[9], ldb = p[13], ldc = p[6];
+    const int ta = p[11] ? 112 : 111, tb = p[15] ? 112 : 111;
+    const char *A = (const char *)p[8] + (b * p[10] + (p[11] ? m0 : m0 * lda)) * item;
+    const char *B = (const char *)p[12] + (b * p[14] + (p[15] ? n0 * ldb : n0)) * item;
+    char *C = (char *)p[16] + (b * p[17] + m0 * ldc + n0) * item;
+    const int64_t m = m1 - m0, n = n1 - n0;
+    if (item == 4 && p[1])
+        ((float_l)p[0])(101, ta, tb, m, n, K, 1.0f, (const float *)A, lda, (const float *)B,
+                        ldb, 0.0f, (float *)C, ldc);
+    else if (item == 4)
+        ((float_i)p[0])(101, ta, tb, (int32_t)m, (int32_t)n, (int32_t)K, 1.0f,
+                        (const float *)A, (int32_t)lda, (const float *)B, (int32_t)ldb, 0.0f,
+                        (float *)C, (int32_t)ldc);
+    else if (p[1])
+        ((double_l)p[0])(101, ta, tb, m, n, K, 1.0, (const double *)A, lda,
+                         (const double *)B, ldb, 0.0, (double *)C, ldc);
+    else
+        ((double_i)p[0])(101, ta, tb, (int32_t)m, (int32_t)n, (int32_t)K, 1.0,
+                         (const double *)A, (int32_t)lda, (const double *)B, (int32_t)ldb,
+                         0.0, (double *)C, (int32_t)ldc);
+}
+
+void ember_kernel(const int64_t *p)
+{
+    const int threads = (int)p[3];
+    const int64_t batch = p[4], M = p[5], N = p[6];
+    if (threads <= 1) {
+        for (int64_t b = 0; b < batch; b++)
+            block(p, b, 0, M, 0, N);
+        return;
+    }
+    #pragma omp parallel num_threads(threads)
+    {
+        const int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
+        if (batch >= 2 * n || (batch >= n && batch % n == 0)) {
+            for (int64_t b = batch * t / n; b < batch * (t + 1) / n; b++)
+                block(p, b, 0, M, 0, N);
+        } else if (M >= N) {  /* row blocks, 8-row aligned */
+            const int64_t lo = t ? (M * t / n) & ~(int64_t)7 : 0;
+            const int64_t hi = t == n - 1 ? M : (M * (t + 1) / n) & ~(int64_t)7;
+            for (int64_t b = 0; b < batch && hi > lo; b++)
+                block(p, b, lo, hi, 0, N);
+        } else {              /* column blocks, 16-column aligned */
+            const int64_t lo = t ? (N * t / n) & ~(int64_t)15 : 0;
+            const int64_t hi = t == n - 1 ? N : (N * (t + 1) / n) & ~(int64_t)15;
+            for (int64_t b = 0; b < batch && hi > lo; b++)
+                block(p, b, 0, M, lo, hi);
+        }
+    }
+}
+"""
+
+# (sgemm, dgemm, set threads, 64-bit integers) as NumPy's OpenBLAS builds name them
+_SYMBOLS = (
+    ("scipy_cblas_sgemm64_", "scipy_cblas_dgemm64_", "scipy_openblas_set_num_threads64_", 1),
+    ("scipy_cblas_sgemm", "scipy_cblas_dgemm", "scipy_openblas_set_num_threads", 0),
+    ("cblas_sgemm", "cblas_dgemm", "openblas_set_num_threads", None),
+)
+
+
+def _openblas():
+    """(sgemm address, dgemm address, 64-bit ints, set_num_threads) of the OpenBLAS
+    NumPy uses, or None."""
+    for path in _loaded_libraries():
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for sgemm, dgemm, set_threads, wide in _SYMBOLS:
+            try:
+                s, d, t = getattr(lib, sgemm), getattr(lib, dgemm), getattr(lib, set_threads)
+            except AttributeError:
+                continue
+            if wide is None:  # plain OpenBLAS: its configuration says how wide ints are
+                try:
+                    config = lib.openblas_get_config
+                    config.restype = ctypes.c_char_p
+                    wide = int(b"USE64BITINT" in config())
+                except AttributeError:
+                    continue
+            t.argtypes = [ctypes.c_int]
+            return (ctypes.cast(s, ctypes.c_void_p).value, ctypes.cast(d, ctypes.c_void_p).value,
+                    wide, t)
+    return None
+
+
+def _loaded_libraries():
+    """Paths of the OpenBLAS libraries loaded in this process (NumPy's first)."""
+    found = []
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                path = line.rstrip("\n").split(" ")[-1]
+                if "openblas" in os.path.basename(path).lower() and path not in found:
+                    found.append(path)
+    except OSError:  # not Linux: look beside NumPy
+        here = os.path.dirname(np.__file__)
+        for pattern in ("../numpy.libs/*openblas*", ".dylibs/*openblas*"):
+            found += glob.glob(os.path.join(here, pattern))
+    return found
+
+
+def wanted() -> bool:
+    """Whether products will go through the driver: not turned off, and NumPy's BLAS is an
+    OpenBLAS whose entry points were found (the compiler is checked when it is built)."""
+    if "wanted" not in _state:
+        _state["wanted"] = os.environ.get("EMBER_BLAS", "").strip().lower() not in \
+            ("numpy", "0", "off") and _openblas() is not None
+    return _state["wanted"]
+
+
+def _driver():
+    """The compiled driver and the OpenBLAS entry points, or None where either is
+    missing (then products are ``np.matmul``)."""
+    if "driver" not in _state:
+        _state["driver"] = None
+        if wanted():
+            blas = _openblas()
+            if blas is not None:
+                try:
+                    from ..compiler.codegen import build
+                    if build.find_compiler() is not None:
+                        kernel = build.load_kernels([("blas_driver", _SOURCE)])[0]
+                        kernel.argtypes = [ctypes.c_void_p]
+                        blas[3](1)  # one OpenBLAS thread: the splitting is ours
+                        threads = build.max_threads()
+                        _state["driver"] = (kernel, blas[0], blas[1], blas[2], threads)
+                except Exception:  # no usable compiler: NumPy's products
+                    _state["driver"] = None
+    return _state["driver"]
+
+
+def _rows_or_cols(x):
+    """(transposed, leading dimension) of the matrices in ``x``'s last two dims, or None."""
+    item = x.itemsize
+    s0, s1 = x.strides[-2:]
+    rows, cols = x.shape[-2:]
+    if s1 == item and s0 % item == 0 and s0 >= cols * item:
+        return 0, s0 // item
+    if s0 == item and s1 % item == 0 and s1 >= rows * item:
+        return 1, s1 // item
+    return None
+
+
+def _batch_stride(x):
+    """The one stride (in elements) that steps through ``x``'s flattened batch dims, or
+    None when they do not flatten."""
+    stride = step = None
+    for s, d in zip(reversed(x.strides[:-2]), reversed(x.shape[:-2])):
+        if d == 1:
+            continue
+        if stride is None:
+            stride = s
+        elif s != step:
+            return None
+        step = s * d
+    if stride is None:
+        return 0
+    return stride // x.itemsize if stride % x.itemsize == 0 else None
+
+
+def matmul(a, b):
+    """``np.matmul(a, b)``, split over ember's threads where that applies."""
+    if a.__class__ is not np.ndarray or b.__class__ is not np.ndarray or \
+            a.dtype is not b.dtype or (a.dtype != _F32 and a.dtype != _F64) or \
+            a.ndim < 2 or (b.ndim != 2 and b.ndim != a.ndim):
+        return _np_matmul(a, b)
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    if b.shape[-2] != k or n < 2 or k < 1 or a.size == 0 or b.size == 0:
+        return _np_matmul(a, b)
+    driver = _driver()
+    if driver is None or os.getpid() != _pid:
+        return _np_matmul(a, b)
+    la, lb = _rows_or_cols(a), _rows_or_cols(b)
+    if la is None or lb is None:
+        return _np_matmul(a, b)
+    lead = a.shape[:-2]
+    batch = math.prod(lead)
+    if b.ndim == 2:
+        sb = 0
+        sa = _batch_stride(a)
+        if sa is None:
+            return _np_matmul(a, b)
+        if la[0] == 0 and (batch == 1 or sa == la[1] * m):
+            m, batch = m * batch, 1  # the batch is just more rows (x @ W in a Linear)
+    else:
+        if b.shape[:-2] != lead:
+            return _np_matmul(a, b)  # broadcasting batch dims: NumPy's
+        sa, sb = _batch_stride(a), _batch_stride(b)
+        if sa is None or sb is None:
+            return _np_matmul(a, b)
+    kernel, sgemm, dgemm, wide, threads = driver
+    if 2 * m * n * k * batch < MIN_PARALLEL_FLOPS:
+        threads = 1
+    out = np.empty(lead + (a.shape[-2], n), a.dtype)
+    params = np.array([sgemm if a.dtype == _F32 else dgemm, wide, a.itemsize, threads, batch,
+                       m, n, k, a.ctypes.data, la[1], sa, la[0], b.ctypes.data, lb[1], sb,
+                       lb[0], out.ctypes.data, m * n if batch > 1 else 0], dtype=np.int64)
+    kernel(params.ctypes.data)
+    return out
+
+
+__all__ = ["matmul", "MIN_PARALLEL_FLOPS"]

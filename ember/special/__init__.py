@@ -1,0 +1,28 @@
+"""``ember.special``: special functions with ``torch.special``'s names.
+
+>>> ember.special.expit(ember.tensor([0.0]))
+tensor([0.5000])
+"""
+from ..ops.elementwise import (erf, erfc, exp2, expm1, log1p, logit, round,  # noqa: F401
+                               sigmoid as expit, xlogy)
+from ..ops.elementwise_composite import sinc  # noqa: F401
+from ..ops.reduce import logsumexp  # noqa: F401
+from ..ops.special_fns import (digamma, entr, erfinv, i0, i1, lgamma as gammaln,  # noqa: F401
+                               multigammaln, ndtr, ndtri, polygamma, xlog1py, zeta)
+from ..ops.special_fns import digamma as psi  # noqa: F401
+
+__all__ = ["digamma", "entr", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "gammaln",
+           "i0", "i1", "log1p", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr",
+           "ndtri", "polygamma", "psi", "round", "sinc", "softmax", "xlog1py", "xlogy", "zeta"]
+
+
+def softmax(input, dim: int, *, dtype=None):
+    """``exp(input) / sum(exp(input), dim)`` (:func:`ember.nn.functional.softmax`)."""
+    from ..nn.functional import softmax as _softmax
+    return _softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(input, dim: int, *, dtype=None):
+    """``log(softmax(input, dim))``, computed stably."""
+    from ..nn.functional import log_softmax as _log_softmax
+    return _log_softmax(input, dim, dtype=dtype)
