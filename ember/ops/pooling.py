@@ -637,8 +637,9 @@ def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:
 
 
 # interpolate ----------------------------------------------------------------------------------
-_LINEAR_MODES = {"linear": 1, "bilinear": 2, "trilinear": 3}
+_LINEAR_MODES = {"linear": 1, "bilinear": 2, "trilinear": 3, "bicubic": 2}
 _MODES = ("nearest", "nearest-exact", "area") + tuple(_LINEAR_MODES)
+_CUBIC_A = -0.75  # PyTorch's (and OpenCV's) cubic convolution coefficient
 
 
 def _source_scale(in_size, out_size, scale, align_corners, work):
@@ -677,6 +678,32 @@ def _linear_matrix(in_size, out_size, scale, align_corners, work):
     return matrix
 
 
+def _cubic_matrix(in_size, out_size, scale, align_corners, work):
+    """Bicubic resampling along one axis as PyTorch does it: taps at floor(src) - 1 ..
+    floor(src) + 2 with the cubic convolution weights (A = -0.75), indices clamped to
+    the border (so edge taps add onto the edge pixel), source coordinates not clamped."""
+    ratio = _source_scale(in_size, out_size, scale, align_corners, work)
+    dst = np.arange(out_size, dtype=work)
+    src = ratio * dst if align_corners else ratio * (dst + work.type(0.5)) - work.type(0.5)
+    base = np.floor(src)
+    t = (src - base).astype(work)
+    a = work.type(_CUBIC_A)
+
+    def near(x):  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+    one = work.type(1)
+    weights = (far(t + one), near(t), near(one - t), far(2 * one - t))
+    matrix = np.zeros((out_size, in_size), dtype=work)
+    rows = np.arange(out_size)
+    for k, w in enumerate(weights):
+        index = np.clip(base.astype(np.int64) - 1 + k, 0, in_size - 1)
+        np.add.at(matrix, (rows, index), w)
+    return matrix
+
+
 def _interpolate_sizes(input, d, size, scale_factor, recompute_scale_factor):
     name = "interpolate"
     if (size is None) == (scale_factor is None):
@@ -711,7 +738,8 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
             size is ``floor(input_size * scale_factor)``, and the factor itself sets the
             sampling ratio unless ``recompute_scale_factor`` is True).
         mode: ``'nearest'`` (source index ``floor(dst * in/out)``), ``'nearest-exact'``
-            (``floor((dst + 0.5) * in/out)``), ``'linear'`` (3-D), ``'bilinear'`` (4-D),
+            (``floor((dst + 0.5) * in/out)``), ``'linear'`` (3-D), ``'bilinear'`` or
+            ``'bicubic'`` (4-D; cubic convolution with A = -0.75, border taps clamped),
             ``'trilinear'`` (5-D) or ``'area'`` (adaptive average pooling).
         align_corners: for the linear modes: map the corner pixels' centres onto each
             other (True) or the corners of the images (False, the default).
@@ -737,7 +765,7 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     linear = mode in _LINEAR_MODES
     if align_corners is not None and not linear:
         raise EmberError(f"{name}: align_corners can only be set with the linear modes "
-                         f"(linear, bilinear, trilinear), not mode={mode!r}")
+                         f"(linear, bilinear, bicubic, trilinear), not mode={mode!r}")
     if linear and _LINEAR_MODES[mode] != d:
         raise ShapeError(f"{name}: mode {mode!r} needs a {_LINEAR_MODES[mode] + 2}-D input, "
                          f"got shape {tuple(input.shape)}")
@@ -751,7 +779,8 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         if s == o and linear:  # PyTorch copies an axis whose size is unchanged
             continue
         if linear:
-            matrix = _linear_matrix(s, o, scale, bool(align_corners), work)
+            build = _cubic_matrix if mode == "bicubic" else _linear_matrix
+            matrix = build(s, o, scale, bool(align_corners), work)
             out = _apply_along(out, axis, _constant(matrix, input.dtype, input.device))
         else:
             index = _nearest_index(s, o, scale, mode == "nearest-exact")

@@ -191,6 +191,25 @@ def test_interpolate_known_values():
     assert up[0, 0, 1].tolist() == [1.0, 1.5, 2.0]
 
 
+@needs_torch
+@pytest.mark.parametrize("kw", [dict(size=(9, 11)), dict(size=(3, 4)), dict(scale_factor=2.0),
+                                dict(scale_factor=(1.5, 0.7)), dict(size=(1, 1)),
+                                dict(scale_factor=3, recompute_scale_factor=True)])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_bicubic_matches_torch(kw, align_corners):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3, 5, 7))
+    tx = torch.from_numpy(x).requires_grad_()
+    ex = ember.from_numpy(x).requires_grad_()
+    ty = torch.nn.functional.interpolate(tx, mode="bicubic", align_corners=align_corners, **kw)
+    ey = F.interpolate(ex, mode="bicubic", align_corners=align_corners, **kw)
+    g = rng.standard_normal(ty.shape)
+    ty.backward(torch.from_numpy(g))
+    ey.backward(ember.from_numpy(g))
+    np.testing.assert_allclose(ey.detach().numpy(), ty.detach().numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), rtol=1e-11, atol=1e-11)
+
+
 def test_max_pool_without_grad_skips_the_indices_but_agrees():
     x = ember.randn(2, 3, 8, 8)
     with ember.no_grad():
@@ -276,7 +295,9 @@ def _x(*shape):
      r"interpolate: align_corners can only be set with the linear modes"),
     (lambda: F.interpolate(_x(1, 1, 4), size=8, mode="cubic"), ember.EmberError,
      r"interpolate: mode must be one of nearest, nearest-exact, area, linear, bilinear, "
-     r"trilinear, got 'cubic'"),
+     r"trilinear, bicubic, got 'cubic'"),
+    (lambda: F.interpolate(_x(1, 1, 4), size=8, mode="bicubic"), ember.ShapeError,
+     r"interpolate: mode 'bicubic' needs a 4-D input, got shape \(1, 1, 4\)"),
     (lambda: F.interpolate(_x(4, 4), size=8), ember.ShapeError,
      r"interpolate: expected input with 3, 4 or 5 dims \(N, C, \*spatial\), got shape \(4, 4\)"),
     (lambda: F.interpolate(_x(1, 1, 4), scale_factor=0.1), ember.ShapeError,
