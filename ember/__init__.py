@@ -30,6 +30,8 @@ from .ops.selection import *  # noqa: F401,F403
 from .ops.statistics import *  # noqa: F401,F403
 from .ops.scan_extra import *  # noqa: F401,F403
 from .ops.math_extra import *  # noqa: F401,F403
+from .ops.stats_extra import *  # noqa: F401,F403
+from .ops.linalg_more import matrix_exp  # noqa: F401
 from .ops.special_fns import digamma, erfinv, i0, lgamma, mvlgamma, polygamma  # noqa: F401
 from .ops.linalg_extra import TOP_LEVEL as _TOP_LEVEL_LINALG
 globals().update(_TOP_LEVEL_LINALG)

@@ -106,7 +106,14 @@ def asinh(input):
 def acosh(input):
     """Inverse hyperbolic cosine (NaN below 1)."""
     (x,), _ = promote("acosh", (input,), FLOAT)
-    return ew.log(x + ew.sqrt(ew.square(x) - 1))
+    # log1p of (x - 1) + sqrt((x - 1)(x + 1)) keeps x near 1 accurate; log(2x) takes over
+    # where x² would overflow (acosh(1e308) is 709.9, not inf)
+    big = x > 1e8
+    near_x = ew.where(big, 1.0, x)
+    t = near_x - 1
+    near = ew.log1p(t + ew.sqrt(t * (near_x + 1)))
+    far = ew.log(ew.where(big, x, 1.0)) + math.log(2.0)
+    return ew.where(big, far, near)
 
 
 def atanh(input):

@@ -12,9 +12,10 @@ from .registry import apply, register
 __all__ = ["getitem", "setitem", "slice_dim", "index_put"]
 
 
-def normalize_index(index, device):
+def normalize_index(index, device, ndim=None):
     """``index`` as a tuple of ints, slices, None, Ellipsis and backend integer or bool
-    arrays; and whether it is basic (so the result is a view)."""
+    arrays; and whether it is basic (so the result is a view). Given the indexed
+    tensor's ``ndim``, several ``...`` are expanded as PyTorch does."""
     from ..tensor import Tensor
     if _sequence_as_tuple(index):
         index = tuple(index)
@@ -56,7 +57,28 @@ def normalize_index(index, device):
         else:
             raise EmberTypeError(f"index: unsupported index of type {type(item).__name__}; "
                                  "use ints, slices, None, ..., or integer/bool tensors")
+    if ndim is not None and sum(i is Ellipsis for i in out) > 1:
+        out = _expand_ellipses(out, ndim)
     return tuple(out), basic
+
+
+def _expand_ellipses(idx, ndim):
+    """PyTorch allows several ``...``: each skips the dims the other items leave, so
+    ``x[..., ...]`` is ``x[...]`` and ``x[..., 0, ...]`` indexes the last dim; an item
+    after a ``...`` that skipped past the last dim is out of range."""
+    free = ndim - sum(_consumed(i) for i in idx)
+    out, pos = [], 0
+    for item in idx:
+        if item is Ellipsis:
+            out.extend([slice(None)] * max(min(free, ndim - pos), 0))
+            pos += free
+            continue
+        if pos > ndim or pos + _consumed(item) > ndim:
+            raise EmberIndexError(f"index: too many indices for tensor of dimension {ndim}: "
+                                  f"each '...' stands for {free} dims here")
+        out.append(item)
+        pos += _consumed(item)
+    return out
 
 
 _INDEX_DTYPES = (dt.int64, dt.int32, dt.uint8, dt.bool)
@@ -175,7 +197,7 @@ _INDEX_BACKWARD = register("index_backward", _index_backward_forward,
 
 def getitem(input, index):
     """``input[index]``: ints, slices, None, ``...``, integer or bool tensors/lists."""
-    idx, basic = normalize_index(index, input.device)
+    idx, basic = normalize_index(index, input.device, input.ndim)
     if input.ndim == 0 and any(isinstance(i, (int, slice)) and not isinstance(i, bool)
                                for i in idx):
         raise EmberIndexError("index: invalid index of a 0-dim tensor. Use `tensor.item()` "
@@ -225,7 +247,7 @@ def index_put(input, indices, values, accumulate: bool = False):
     """A copy of ``input`` with ``input[indices] = values`` (or ``+=`` with accumulate)."""
     from ._promote import as_operand, scalar_tensor
     from ..tensor import Tensor
-    idx, _ = normalize_index(indices, input.device)
+    idx, _ = normalize_index(indices, input.device, input.ndim)
     values = as_operand("index_put", values, input.device)
     if not isinstance(values, Tensor):
         values = scalar_tensor(values, input.dtype, input.device)
@@ -250,7 +272,7 @@ def setitem(input, index, value) -> None:
     from ._promote import as_operand, scalar_tensor
     from ..tensor import Tensor
     from .inplace import inplace
-    idx, _ = normalize_index(index, input.device)
+    idx, _ = normalize_index(index, input.device, input.ndim)
     value = as_operand("setitem", value, input.device)
     if not isinstance(value, Tensor):
         value = scalar_tensor(value, input.dtype, input.device)

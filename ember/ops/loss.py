@@ -125,6 +125,16 @@ def _picked(xp, a, safe, cdim):
     return xp.take_along_axis(a, xp.expand_dims(safe, cdim), axis=cdim).squeeze(cdim)
 
 
+def _nonzero(xp, denom):
+    """The mean's denominator, 1 where it is 0: with every target ignored the loss is
+    NaN (0/0) but PyTorch's gradient is 0, as every term of it is weighted by 0."""
+    return xp.where(denom == 0, 1, denom)
+
+
+def _nonzero_t(denom):
+    return ew.where(denom == 0, 1.0, denom)
+
+
 def _reduce_weighted(xp, loss, per_sample, reduction):
     if reduction == "sum":
         return loss.sum()
@@ -166,7 +176,7 @@ def _ce_backward_forward(xp, g, x, t, lse, *weight, cdim, ignore_index, reductio
                                        a.dtype)
     coef = _upcast(g)
     if reduction == "mean":
-        coef = coef / per_sample.sum()
+        coef = coef / _nonzero(xp, per_sample.sum())
     coef = coef * xp.ones(safe.shape, dtype=a.dtype) if coef.ndim == 0 else coef
     eps = label_smoothing
     hard = (1 - eps) * per_sample                     # weight of the target class
@@ -200,7 +210,7 @@ def _ce_vjp(n, grads):
     cdim, eps = p["cdim"], p["label_smoothing"]
     classes = x.shape[cdim]
     hard, valid, denom, onehot = _target_terms(x, t, weight, p["ignore_index"], cdim)
-    coef = g / denom if p["reduction"] == "mean" else g
+    coef = g / _nonzero_t(denom) if p["reduction"] == "mean" else g
     if coef.ndim == 0:
         coef = expand(coef, tuple(hard.shape))
     hard = hard * (1 - eps)
@@ -241,7 +251,7 @@ def _ce_backward_ops(g, x, t, lse, *weight, cdim, ignore_index, reduction,
     valid = t != ignore_index
     safe = ew.where(valid, t, 0)
     per_sample = valid.to(x.dtype)
-    coef = g / _sum(per_sample) if reduction == "mean" else g
+    coef = g / _nonzero_t(_sum(per_sample)) if reduction == "mean" else g
     eps = label_smoothing
     hard = per_sample * (1 - eps)
     scale = hard + per_sample * float(eps) if eps else hard  # eps / C, for each of C classes
@@ -334,7 +344,7 @@ def _nll_vjp(n, g):
     x, t = inputs[0], inputs[1]
     weight = inputs[2] if len(inputs) > 2 else None
     per_sample, _, denom, onehot = _target_terms(x, t, weight, n.params["ignore_index"], 1)
-    coef = g / denom if n.params["reduction"] == "mean" else g
+    coef = g / _nonzero_t(denom) if n.params["reduction"] == "mean" else g
     gx = onehot * unsqueeze(-coef * per_sample, 1)
     return (gx, None) + ((None,) if weight is not None else ())
 

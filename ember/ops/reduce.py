@@ -551,9 +551,12 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):
             raise EmberError(f"norm(): p='fro' expects at most 2 dims, got dim={dim!r}")
         p = 2
     elif isinstance(p, str):
-        if p == "nuc":
-            raise NotImplementedError("norm(): p='nuc' (the nuclear norm) needs a singular "
-                                      "value decomposition, which ember does not have yet")
+        if p == "nuc":  # the sum of singular values of the matrices in dims ``dim``
+            from .linalg_extra import matrix_norm
+            if dim is None and input.ndim != 2:
+                raise EmberError(f"norm(): p='nuc' without dim expects a 2-D tensor, got "
+                                 f"shape {tuple(input.shape)}")
+            return matrix_norm(input, "nuc", (-2, -1) if dim is None else dim, keepdim)
         raise EmberError(f"norm(): p must be a number, 'fro' or 'nuc', got {p!r}")
     p = float(p)
     dims = reduce_dims(input, dim, "norm")

@@ -242,6 +242,8 @@ def movedim(input, source, destination):
     if len(src) != len(dst):
         raise EmberError("movedim: Invalid source or destination dims: source and "
                          "destination must have the same number of dims")
+    if n == 0:  # a 0-d tensor's only dim (0 or -1) moves onto itself
+        return permute(input, ())
     order = [d for d in range(n) if d not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
@@ -327,7 +329,7 @@ def squeeze(input, dim=None):
     if dim is None:
         new = tuple(s for s in shape if s != 1)
     else:
-        dims = wrap_dims(dim, len(shape), "squeeze") if shape else ()
+        dims = wrap_dims(dim, len(shape), "squeeze")  # a 0-d tensor takes dim 0 or -1
         new = tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1))
     return apply(_VIEW, input, shape=new)
 
@@ -372,6 +374,8 @@ def _flat(tensors):
 def narrow(input, dim: int, start: int, length: int):
     """Elements ``start``..``start+length`` along ``dim`` (a view)."""
     from .index import slice_dim
+    if input.ndim == 0:
+        raise ShapeError("narrow: narrow() cannot be applied to a 0-dim tensor.")
     d = wrap_dim(dim, input.ndim, "narrow")
     size = input.shape[d]
     start = int(start)
@@ -433,6 +437,8 @@ def chunk(input, chunks: int, dim: int = 0):
     if chunks <= 0:
         raise EmberError(f"chunk: chunks must be greater than 0, got {chunks}")
     from .index import slice_dim
+    if input.ndim == 0:
+        raise ShapeError("chunk: chunk expects at least a 1-dimensional tensor")
     d = wrap_dim(dim, input.ndim, "chunk")
     size = input.shape[d]
     if size == 0:
@@ -443,6 +449,9 @@ def chunk(input, chunks: int, dim: int = 0):
 def tensor_split(input, indices_or_sections, dim: int = 0):
     """Split into n nearly-equal parts, or at the given indices (as NumPy's array_split)."""
     from .index import slice_dim
+    if input.ndim == 0:
+        raise ShapeError("tensor_split: tensor_split expected at least a 1-dimensional tensor, "
+                         "but got a tensor with 0 dims")
     d = wrap_dim(dim, input.ndim, "tensor_split")
     size = input.shape[d]
     if hasattr(indices_or_sections, "tolist"):  # a 0-d (sections) or 1-d (indices) tensor
@@ -466,6 +475,9 @@ def tensor_split(input, indices_or_sections, dim: int = 0):
 
 def unbind(input, dim: int = 0):
     """The slices along ``dim``, with that dim removed (views)."""
+    if input.ndim == 0:
+        raise EmberIndexError(f"unbind: Dimension specified as {dim} but tensor has no "
+                              f"dimensions")
     d = wrap_dim(dim, input.ndim, "unbind")
     return tuple(select(input, d, i) for i in range(input.shape[d]))
 
