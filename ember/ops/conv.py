@@ -28,6 +28,7 @@ from .. import dtypes as dt
 from ..errors import EmberError, EmberTypeError, ShapeError
 from ..tensor import Tensor
 from ._xp import as_strided, gemm
+from .conv_kernels import col2im_2d
 from .registry import AbstractValue, apply, autocast_inputs, register
 from .shape import squeeze, unsqueeze
 
@@ -176,7 +177,7 @@ def col2im(xp, cols, geo: Geometry, dtype):
     """The adjoint of :func:`windows`: add each entry of ``cols`` (viewable as
     ``(C, *kernel, N, *grid)``) into the input position it was read from."""
     buf = xp.zeros((geo.n, geo.c) + geo.padded, dtype=dtype)
-    if buf.size and cols.size:
+    if buf.size and cols.size and not (xp is np and col2im_2d(cols, buf, geo)):
         flat = buf.reshape(-1)
         item = buf.itemsize
         rows = _row_strides(geo.padded)

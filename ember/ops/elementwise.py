@@ -402,8 +402,7 @@ def _sigmoid_vjp(n, g):
 sigmoid = _unary("sigmoid", _sigmoid_forward, _sigmoid_vjp, FLOAT, "1 / (1 + exp(-input)).",
                  saves_outputs=True)
 relu = _unary("relu", lambda xp, a: xp.maximum(a, 0).astype(a.dtype, copy=False),
-              lambda n, g: where(_out(n) > 0, g, 0.0), doc="max(input, 0).",
-              saves_outputs=True)  # (where, as PyTorch's threshold_backward: NaN g -> 0)
+              lambda n, g: g * (_out(n) > 0), doc="max(input, 0).", saves_outputs=True)
 
 
 # erf's rational approximation x·P(x²)/Q(x²), good to float32 precision on [-4, 4]
