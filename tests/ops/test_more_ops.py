@@ -7,19 +7,8 @@ import numpy as np
 import pytest
 
 import ember
-from .optable import OpCase, S, generate, nc, needs_torch, rand, torch
-
-T = torch
-F = ("float32", "float64")
-NUM = F + ("int64", "int32")
-
-
-def _t(fn):
-    return None if T is None else fn()
-
-
-def r(rng, dtype, *shape, low=-2.0, high=2.0):
-    return rand(rng, shape, dtype, low, high)
+from .optable import OpCase, S, generate, nc, needs_torch, torch
+from .test_missing_ops import F, NUM, T, _t, r
 
 
 def q(d, *values):
