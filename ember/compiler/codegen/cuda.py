@@ -77,28 +77,9 @@ typedef unsigned char ember_u8;
 #define NAN __int_as_float(0x7fc00000)
 #endif
 
-/* exp(x) in float32 as the C renderer computes it (scalar.py), so that both give the
-   same bits: 2^k exp(r), exp(r) by its Taylor polynomial, 2^k as two exponents. */
-static __device__ __forceinline__ float ember_expf(float x)
-{
-    const float round_big = 0x1.8p23f;
-    float c = x > 0x1.62e430p6f ? 0x1.62e430p6f : x;
-    c = c < -0x1.ap6f ? -0x1.ap6f : c;
-    const float t = c * 0x1.715476p0f + round_big;
-    const float k = t - round_big;
-    float r = c - k * 0x1.62e400p-1f;
-    r = r - k * 0x1.7f7d1cp-20f;
-    float p = 0x1.a26762p-13f;
-    p = p * r + 0x1.6d0f6cp-10f;
-    p = p * r + 0x1.1112fcp-7f;
-    p = p * r + 0x1.5554e8p-5f;
-    p = p * r + 0x1.555556p-3f;
-    p = p * r + 0x1.000000p-1f;
-    p = p * r * r + r + 1.0f;
-    const int k_int = __float_as_int(t) - 0x4b400000, half = k_int >> 1;
-    return p * __int_as_float((half + 127) << 23) * __int_as_float((k_int - half + 127) << 23);
-}
-
+""" + scalar.expf_source("static __device__ __forceinline__",
+                       lambda v: f"__float_as_int({v})",
+                       lambda v: f"__int_as_float({v})") + """
 struct ember_sum {
     template <typename T> __device__ __forceinline__ T operator()(T a, T b) const
     { return a + b; }

@@ -52,15 +52,18 @@ def literal(value, dtype) -> str:
     return f"(({c_type(dtype)}){value})"
 
 
-# C functions a rule may call, defined before every kernel that uses them.
-PRELUDE = """\
-#include <string.h>
-/* exp(x) in float32, within 1 ulp, as code the compiler vectorises: exp(x) =
-   2^k exp(r) with k = round(x / ln 2), r = x - k ln 2 (ln 2 in two parts), exp(r) by
-   its Taylor polynomial (Cephes' coefficients) and 2^k as two exponent fields, so
-   that results down to the smallest subnormal round once. */
-static inline float ember_expf(float x)
-{
+def expf_source(qualifiers: str, as_int, as_float) -> str:
+    """The definition of ``ember_expf`` for a renderer: its function ``qualifiers`` and
+    how it spells a float's bits as an int32 (``as_int``) and back (``as_float``). The
+    arithmetic is the same everywhere, so every renderer gives the same bits.
+
+    exp(x) in float32, within 1 ulp, as code the compiler vectorises: exp(x) = 2^k exp(r)
+    with k = round(x / ln 2), r = x - k ln 2 (ln 2 in two parts), exp(r) by its Taylor
+    polynomial (Cephes' coefficients) and 2^k as two exponent fields, so that results
+    down to the smallest subnormal round once."""
+    return f"""\
+{qualifiers} float ember_expf(float x)
+{{
     const float round_big = 0x1.8p23f;  /* t = x / ln 2 + round_big keeps k in its low bits */
     float c = x > 0x1.62e430p6f ? 0x1.62e430p6f : x;  /* above: +inf */
     c = c < -0x1.ap6f ? -0x1.ap6f : c;                 /* below: 0 (NaN stays NaN) */
@@ -75,16 +78,29 @@ static inline float ember_expf(float x)
     p = p * r + 0x1.555556p-3f;
     p = p * r + 0x1.000000p-1f;
     p = p * r * r + r + 1.0f;
-    int32_t bits;
-    memcpy(&bits, &t, sizeof bits);
-    const int32_t k_int = bits - 0x4b400000, half = k_int >> 1;
-    const int32_t e1 = (half + 127) << 23, e2 = (k_int - half + 127) << 23;
-    float s1, s2;
-    memcpy(&s1, &e1, sizeof s1);
-    memcpy(&s2, &e2, sizeof s2);
-    return p * s1 * s2;
-}
+    const int32_t k_int = {as_int("t")} - 0x4b400000, half = k_int >> 1;
+    return p * {as_float("(half + 127) << 23")} * {as_float("(k_int - half + 127) << 23")};
+}}
 """
+
+
+# C functions a rule may call, defined before every kernel that uses them.
+PRELUDE = """\
+#include <string.h>
+static inline int32_t ember_float_bits(float f)
+{
+    int32_t i;
+    memcpy(&i, &f, sizeof i);
+    return i;
+}
+static inline float ember_bits_float(int32_t i)
+{
+    float f;
+    memcpy(&f, &i, sizeof f);
+    return f;
+}
+""" + expf_source("static inline", lambda v: f"ember_float_bits({v})",
+                  lambda v: f"ember_bits_float({v})")
 PRELUDE_NAMES = ("ember_expf",)
 
 
@@ -341,6 +357,6 @@ def can_lower(op_name: str, in_dtypes, out, params, half_types: bool = False) ->
     return expression(op_name, names, in_dtypes, out, params) is not None
 
 
-__all__ = ["C_TYPES", "HALF_TYPES", "PRELUDE", "PRELUDE_NAMES", "RULES", "REDUCTIONS",
-           "REDUCTION_OPERATORS", "c_type", "compute_dtype", "literal", "expression",
+__all__ = ["C_TYPES", "HALF_TYPES", "PRELUDE", "PRELUDE_NAMES", "expf_source", "RULES",
+           "REDUCTIONS", "REDUCTION_OPERATORS", "c_type", "compute_dtype", "literal", "expression",
            "can_lower", "accumulator_type", "accumulator_start", "accumulate", "tracks_nan"]
