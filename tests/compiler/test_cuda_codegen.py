@@ -32,8 +32,8 @@ from ember.compiler.fused import FusedKernel, Step
 from ember.compiler.trace import TraceError
 from ember.ops.registry import OPS, AbstractValue, infer
 from tests.compiler import cuda_emulator
-from tests.compiler.test_op_table import CASES
-from tests.ops.optable import _call, _first_float, _samples, float_positions, to_ember
+from tests.compiler.test_op_table import CASES, gradient_of
+from tests.ops.optable import _call, _samples, to_ember
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
 from training import batch, build, step_function  # noqa: E402
@@ -87,19 +87,9 @@ def _forward(case, sample, dtype):
 
 
 def _gradient(case, sample):
-    pos = float_positions(sample)
+    pos, args, grads = gradient_of(case, sample, ember.ones_like)
     if not pos:
         return
-    args, kwargs = _call(case, sample, to_ember, pos)
-
-    def grads(*ts):
-        full = list(args)
-        for i, t in zip(pos, ts):
-            full[i] = t
-        out = _first_float(case.fn(*full, **kwargs))
-        if out is None or not out.requires_grad or out.numel() == 0:
-            return None
-        return ember.autograd.grad(out, list(ts), ember.ones_like(out), allow_unused=True)
     try:
         ember.jit(grads)(*[args[i].detach().requires_grad_() for i in pos])
     except (TraceError, ember.EmberError):

@@ -75,24 +75,35 @@ def test_forward_compiled_equals_eager(case, dtype):
                f"{case.name}[{dtype}] {sample}")
 
 
+def gradient_of(case, sample, upstream):
+    """``(pos, args, grads)`` for one sample: ``grads(*ts)`` differentiates the case's
+    first float output, against ``upstream(out)``, with respect to the float arguments at
+    ``pos`` (given as ``ts``); None when there is nothing to differentiate."""
+    pos = float_positions(sample)
+    args, kwargs = _call(case, sample, to_ember, pos) if pos else (None, None)
+
+    def grads(*ts):
+        full = list(args)
+        for i, t in zip(pos, ts):
+            full[i] = t
+        out = _first_float(case.fn(*full, **kwargs))
+        if out is None or not out.requires_grad or out.numel() == 0:
+            return None
+        return ember.autograd.grad(out, list(ts), upstream(out), allow_unused=True)
+    return pos, args, grads
+
+
+def _varied_upstream(out):
+    return ember.ones_like(out) * 0.5 + ember.arange(out.numel()).reshape(out.shape) \
+        .to(out.dtype) * 0.01
+
+
 @pytest.mark.parametrize("case,dtype", _params(with_grad=True))
 def test_grad_compiled_equals_eager(case, dtype):
     for sample in _samples(case, dtype):
-        pos = float_positions(sample)
+        pos, args, grads = gradient_of(case, sample, _varied_upstream)
         if not pos:
             continue
-        args, kwargs = _call(case, sample, to_ember, pos)
-
-        def grads(*ts):
-            full = list(args)
-            for i, t in zip(pos, ts):
-                full[i] = t
-            out = _first_float(case.fn(*full, **kwargs))
-            if out is None or not out.requires_grad or out.numel() == 0:
-                return None
-            up = ember.ones_like(out) * 0.5 + ember.arange(out.numel()).reshape(out.shape) \
-                .to(out.dtype) * 0.01
-            return ember.autograd.grad(out, list(ts), up, allow_unused=True)
         eager = grads(*[args[i] for i in pos])
         if eager is None:
             continue
