@@ -32,11 +32,12 @@ from ember.compiler.fused import FusedKernel, Step
 from ember.compiler.trace import TraceError
 from ember.ops.registry import OPS, AbstractValue, infer
 from tests.compiler import cuda_emulator
-from tests.compiler.test_op_table import CASES, gradient_of
-from tests.ops.optable import _call, _samples, to_ember
+from tests.compiler.test_op_table import CASES, forward_of, gradient_of
+from tests.compiler.test_workloads import _setup
+from tests.ops.optable import _samples
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
-from training import batch, build, step_function  # noqa: E402
+from training import step_function  # noqa: E402
 
 NVCC = shutil.which("nvcc")
 SUM_LAST = {"dims": (1,), "keepdim": True, "dtype": None}  # sum's params: over dim 1 of 2
@@ -72,14 +73,7 @@ def _op_table() -> None:
 
 
 def _forward(case, sample, dtype):
-    args, kwargs = _call(case, sample, to_ember)
-    tensors = [i for i, a in enumerate(args) if isinstance(a, ember.Tensor)]
-
-    def fn(*ts):
-        full = list(args)
-        for i, t in zip(tensors, ts):
-            full[i] = t
-        return case.fn(*full, **kwargs)
+    args, _, tensors, fn = forward_of(case, sample)
     try:
         ember.jit(fn)(*[args[i] for i in tensors])
     except (TraceError, ember.EmberError):
@@ -97,17 +91,7 @@ def _gradient(case, sample):
 
 
 def _workload_losses(workload: str, dtype, compiled: bool) -> list:
-    previous = ember.get_default_dtype()
-    ember.set_default_dtype(dtype)
-    try:
-        ember.manual_seed(0)
-        model, opt, loss_fn = build(ember, workload)
-    finally:
-        ember.set_default_dtype(previous)
-    x, y = batch(workload)
-    x = np.ascontiguousarray(x[:4], dtype.np) if x.dtype.kind == "f" else x[:4]
-    step = step_function(opt, loss_fn, ember.from_numpy(np.ascontiguousarray(x)),
-                         ember.from_numpy(np.ascontiguousarray(y[:4])))
+    step = step_function(*_setup(workload, dtype, rows=4)[1:])
     step = ember.jit(step) if compiled else step
     return [float(step()) for _ in range(2)]
 

@@ -53,17 +53,24 @@ def _compiled(fn):
     return run
 
 
+def forward_of(case, sample):
+    """``(args, kwargs, tensors, fn)`` for one sample: ``fn(*ts)`` calls the case with
+    its tensor arguments (at positions ``tensors``) replaced by ``ts``."""
+    args, kwargs = _call(case, sample, to_ember)
+    tensors = [i for i, a in enumerate(args) if isinstance(a, ember.Tensor)]
+
+    def fn(*ts):
+        full = list(args)
+        for i, t in zip(tensors, ts):
+            full[i] = t
+        return case.fn(*full, **kwargs)
+    return args, kwargs, tensors, fn
+
+
 @pytest.mark.parametrize("case,dtype", _params(with_grad=False))
 def test_forward_compiled_equals_eager(case, dtype):
     for sample in _samples(case, dtype):
-        args, kwargs = _call(case, sample, to_ember)
-        tensors = [i for i, a in enumerate(args) if isinstance(a, ember.Tensor)]
-
-        def fn(*ts):
-            full = list(args)
-            for i, t in zip(tensors, ts):
-                full[i] = t
-            return case.fn(*full, **kwargs)
+        args, kwargs, tensors, fn = forward_of(case, sample)
         try:
             eager = case.fn(*args, **kwargs)
         except ember.EmberError:
