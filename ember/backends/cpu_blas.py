@@ -168,16 +168,11 @@ def _driver():
         if wanted():
             blas = _openblas()
             if blas is not None:
-                try:
-                    from ..compiler.codegen import build
-                    if build.find_compiler() is not None:
-                        kernel = build.load_kernels([("blas_driver", _SOURCE)])[0]
-                        kernel.argtypes = [ctypes.c_void_p]
-                        blas[3](1)  # one OpenBLAS thread: the splitting is ours
-                        threads = build.max_threads()
-                        _state["driver"] = (kernel, blas[0], blas[1], blas[2], threads)
-                except Exception:  # no usable compiler: NumPy's products
-                    _state["driver"] = None
+                from ..compiler.codegen import build
+                kernel = build.load_c_function("blas_driver", _SOURCE)
+                if kernel is not None:  # (else NumPy's products)
+                    blas[3](1)  # one OpenBLAS thread: the splitting is ours
+                    _state["driver"] = (kernel, blas[0], blas[1], blas[2], build.max_threads())
     return _state["driver"]
 
 

@@ -12,10 +12,11 @@ else (``None`` from :func:`col2im_2d`) takes the NumPy path.
 """
 from __future__ import annotations
 
-import ctypes
 import os
 
 import numpy as np
+
+from ..errors import EmberError
 
 _SOURCE = r"""
 #include <stdint.h>
@@ -67,17 +68,17 @@ def _kernel(dtype: np.dtype):
     key = dtype.char
     if key not in _state:
         _state[key] = None
-        if os.environ.get("EMBER_EAGER_KERNELS", "1") != "0":
-            try:
-                from ..compiler.codegen import backend_name, build
-                if backend_name() == "c":
-                    real = "float" if dtype == np.float32 else "double"
-                    source = f"#define REAL {real}\n" + _SOURCE
-                    kernel = build.load_kernels([(f"col2im_{real}", source)])[0]
-                    kernel.argtypes = [ctypes.c_void_p]
-                    _state[key] = (kernel, build.max_threads())
-            except Exception:  # no usable compiler: the NumPy path
-                _state[key] = None
+        from ..compiler.codegen import backend_name, build
+        try:
+            compiled = os.environ.get("EMBER_EAGER_KERNELS", "1") != "0" and \
+                backend_name() == "c"
+        except EmberError:  # an unknown EMBER_JIT_BACKEND: the NumPy path
+            compiled = False
+        if compiled:
+            real = "float" if dtype == np.float32 else "double"
+            kernel = build.load_c_function(f"col2im_{real}", f"#define REAL {real}\n" + _SOURCE)
+            if kernel is not None:  # (else the NumPy path)
+                _state[key] = (kernel, build.max_threads())
     return _state[key]
 
 

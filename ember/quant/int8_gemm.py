@@ -13,7 +13,6 @@ returns None and callers take that float route.
 """
 from __future__ import annotations
 
-import ctypes
 import os
 
 import numpy as np
@@ -93,17 +92,13 @@ def _kernel():
     if "kernel" not in _state:
         _state["kernel"] = None
         if os.environ.get("EMBER_INT8_KERNEL", "1") != "0":
-            try:
-                from ..compiler.codegen import build
-                if build.find_compiler() is not None:
-                    kernel = build.load_kernels([("int8_gemm", _SOURCE)])[0]
-                    kernel.argtypes = [ctypes.c_void_p]
-                    probe = np.zeros(9, np.int64)  # M = 0: only reports whether VNNI is in
-                    kernel(probe.ctypes.data)
-                    if probe[8] == 1:
-                        _state["kernel"] = (kernel, build.max_threads())
-            except Exception:  # no usable compiler: the float route
-                _state["kernel"] = None
+            from ..compiler.codegen import build
+            kernel = build.load_c_function("int8_gemm", _SOURCE)
+            if kernel is not None:  # (else the float route)
+                probe = np.zeros(9, np.int64)  # M = 0: only reports whether VNNI is in
+                kernel(probe.ctypes.data)
+                if probe[8] == 1:
+                    _state["kernel"] = (kernel, build.max_threads())
     return _state["kernel"]
 
 

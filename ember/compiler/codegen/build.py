@@ -196,6 +196,20 @@ def load_kernels(sources, compile: bool = True) -> list:
     return result
 
 
+def load_c_function(name: str, source: str):
+    """A hand-written C function ``void ember_kernel(int64_t *params)`` (a BLAS driver, an
+    int8 GEMM, col2im) through the kernel cache, ready to call with a params array's
+    address; None where there is no C compiler or it fails to build."""
+    try:
+        if find_compiler() is None:
+            return None
+        function = load_kernels([(name, source)])[0]
+    except Exception:  # a compiler that fails: the caller's NumPy route
+        return None
+    function.argtypes = [ctypes.c_void_p]
+    return function
+
+
 def _load(path: str):
     # OpenMP threads that spin after a parallel loop take the cores from OpenBLAS's own
     # threads (the gpt step ran 1.5x slower): where OpenBLAS keeps its threads (ember's
