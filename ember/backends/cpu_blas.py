@@ -163,16 +163,17 @@ def wanted() -> bool:
 def _driver():
     """The compiled driver and the OpenBLAS entry points, or None where either is
     missing (then products are ``np.matmul``)."""
-    if "driver" not in _state:
-        _state["driver"] = None
-        if wanted():
-            blas = _openblas()
-            if blas is not None:
-                from ..compiler.codegen import build
-                kernel = build.load_c_function("blas_driver", _SOURCE)
-                if kernel is not None:  # (else NumPy's products)
-                    blas[3](1)  # one OpenBLAS thread: the splitting is ours
-                    _state["driver"] = (kernel, blas[0], blas[1], blas[2], build.max_threads())
+    driver = _state.get("driver", False)
+    if driver is not False:
+        return driver
+    _state["driver"] = None
+    blas = _openblas() if wanted() else None
+    if blas is not None:
+        from ..compiler.codegen import build
+        kernel = build.load_c_function("blas_driver", _SOURCE)
+        if kernel is not None:  # (else NumPy's products)
+            blas[3](1)  # one OpenBLAS thread: the splitting is ours
+            _state["driver"] = (kernel, blas[0], blas[1], blas[2], build.max_threads())
     return _state["driver"]
 
 
@@ -207,7 +208,8 @@ def _batch_stride(x):
 
 def matmul(a, b):
     """``np.matmul(a, b)``, split over ember's threads where that applies."""
-    if a.__class__ is not np.ndarray or b.__class__ is not np.ndarray or \
+    driver = _driver()  # (first: with the driver off, nothing else is looked at)
+    if driver is None or a.__class__ is not np.ndarray or b.__class__ is not np.ndarray or \
             a.dtype is not b.dtype or (a.dtype != _F32 and a.dtype != _F64) or \
             a.ndim < 2 or (b.ndim != 2 and b.ndim != a.ndim):
         return _np_matmul(a, b)
@@ -215,8 +217,7 @@ def matmul(a, b):
     n = b.shape[-1]
     if b.shape[-2] != k or n < 2 or k < 1 or a.size == 0 or b.size == 0:
         return _np_matmul(a, b)
-    driver = _driver()
-    if driver is None or os.getpid() != _pid:
+    if os.getpid() != _pid:
         return _np_matmul(a, b)
     la, lb = _rows_or_cols(a), _rows_or_cols(b)
     if la is None or lb is None:
