@@ -2,6 +2,8 @@
 packed form the integer kernels read."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..nn.module import Module
@@ -57,7 +59,13 @@ class PackedWeight:
         self.matrix = np.ascontiguousarray(centred.T.astype(self.dtype))
         self.row_major = np.ascontiguousarray(centred.astype(self.dtype))
         self.activation_absmax = activation_absmax
-        # the same weight for the int8 kernel (int8 rows, when the weight is in int8 range)
-        self.int8 = None
-        if int8_gemm.available() and q.dtype == np.int8 and q.ndim >= 1:
-            self.int8 = int8_gemm.PackedInt8Weight(q.reshape(q.shape[0], -1), zero_point)
+        self._q, self._zero_point = q, zero_point
+
+    @functools.cached_property
+    def int8(self):
+        """The same weight packed for the int8 kernel, built at its first use (Conv2d
+        never asks); None where that kernel does not run here."""
+        if not int8_gemm.available() or self._q.dtype != np.int8:
+            return None
+        return int8_gemm.PackedInt8Weight(self._q.reshape(self._q.shape[0], -1),
+                                          self._zero_point)
