@@ -25,6 +25,7 @@ from .linalg import einsum, matmul
 from .norm import _reduce_to
 from .reduce import norm as _norm, sum as _sum
 from ._xp import gemm, native_half_matmul
+from .index_kernels import add_rows
 from .registry import AbstractValue, apply, autocast_inputs, register
 from .selection import index_add, scatter_reduce
 from .shape import broadcast_shapes, expand, permute, reshape, unsqueeze, wrap_dim
@@ -341,6 +342,8 @@ def _embedding_backward_forward(xp, g, idx, num, padding_idx, scale_grad_by_freq
         rows = rows * factor.reshape(-1, 1)
     out = xp.zeros((num, d), dtype=rows.dtype)
     flat = idx.reshape(-1)
+    if xp is np and add_rows(out, flat, rows):  # one C loop (ops/index_kernels.py)
+        return out.astype(g.dtype, copy=False)
     if flat.size:  # rows grouped by index, each group summed by one reduceat
         order = xp.argsort(flat, kind="stable")
         ordered = flat[order]

@@ -1,5 +1,5 @@
-"""The opt-in CPU BLAS driver (EMBER_BLAS=threads) against np.matmul, in a child process
-(it asks OpenBLAS for one thread for the whole process)."""
+"""The CPU BLAS driver (on by default; EMBER_BLAS=numpy turns it off) against np.matmul,
+in a child process (it asks OpenBLAS for one thread for the whole process)."""
 import os
 import subprocess
 import sys
@@ -53,8 +53,10 @@ def test_driver_products_equal_numpy():
     assert float(result["worst"]) < 1e-5
 
 
-def test_driver_is_off_by_default():
-    assert _run("")["driver"] == "False"
+def test_driver_is_on_by_default_and_numpy_turns_it_off():
+    if cpu_blas._openblas() is not None:
+        assert _run("")["driver"] == "True"
+    assert _run("numpy")["driver"] == "False"
 
 
 def test_products_without_the_driver_are_numpy_products():
