@@ -14,6 +14,7 @@ import math
 import numbers
 
 import ml_dtypes
+import numpy as np
 
 from .. import dtypes as dt
 from ..autograd import grad_mode
@@ -25,6 +26,7 @@ from .activation import _upcast  # half precision computes in float32
 from .creation import zeros
 from .elementwise_composite import clamp_min
 from .movement import pad
+from . import norm_kernels
 from .reduce import mean as _mean, norm as _norm, sum as _sum
 from .registry import AbstractValue, apply, register
 from .scan import cumsum
@@ -99,6 +101,11 @@ def _normalize_forward(xp, x, *affine, axes, eps, center, has_weight, has_bias):
 def _normalize_backward_forward(xp, g, x, mean, rstd, *weight, axes, center, param_shape,
                                 need):
     """Gradients (x, weight, bias) of the normalisation; those not needed are 0-d."""
+    if xp is np:  # over trailing dims (layer and RMS norm): one C pass over the rows
+        done = norm_kernels.normalize_backward(g, x, mean, rstd, weight[0] if weight else None,
+                                               axes, center, param_shape, need)
+        if done is not None:
+            return done
     # With d = x - mean, gyr = g * weight * rstd and means over ``axes``:
     # dx = gyr - rstd * mean(gy) - d * rstd^2 * mean(gyr * d) (as rstd * (gy - mean(gy)
     # - xhat * mean(gy * xhat)), with rstd folded into the inputs: fewer passes)
@@ -240,7 +247,8 @@ _BATCH_NORM = _register_norm("native_batch_norm")
 _GROUP_NORM = _register_norm("native_group_norm")
 _RMS_NORM = _register_norm("rms_norm")
 _NORMALIZE_BACKWARD = register("normalize_backward", _normalize_backward_forward, n_outputs=3,
-                               decompose=_normalize_backward_ops)
+                               decompose=_normalize_backward_ops,
+                               whole_in_c=norm_kernels.applies)
 
 
 def _normalize(op, x, weight, bias, axes, eps, center=True):

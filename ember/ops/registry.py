@@ -64,20 +64,26 @@ class Op:
             reductions over the trailing dims, which ``ember.jit`` fuses into generated
             loops — or None where that would not fuse (a reduction over leading dims, a
             half-precision input).
+        whole_in_c: for an op with a ``decompose`` rule whose own forward runs a
+            hand-written C kernel that beats the fused decomposition:
+            ``whole_in_c(*values, **params)`` (values with ``shape`` and ``dtype``) says
+            whether it does for these inputs; where fused kernels are generated as C, the
+            op then stays whole (in ``ember.jit`` and in eager mode).
         fast: set by :mod:`ember.compiler.eager` for ops with a ``decompose`` rule: a
             forward with ``forward``'s signature that eager mode calls instead, running
             compiled kernels for large inputs.
     """
     __slots__ = ("name", "forward", "vjp", "infer", "n_outputs", "saves_inputs",
                  "saves_outputs", "broadcasting", "is_view", "dynamic_shape", "grad_name",
-                 "explain", "grad_index", "decompose", "fast")
+                 "explain", "grad_index", "decompose", "whole_in_c", "fast")
 
     def __init__(self, name: str, forward: Callable, vjp: Callable | None = None, *,
                  infer: Callable | None = None, n_outputs: int = 1,
                  saves_inputs: bool | tuple = True, saves_outputs: bool = False,
                  broadcasting: bool = False, is_view: bool = False,
                  dynamic_shape: bool = False, explain: Callable | None = None,
-                 grad_index: Callable | None = None, decompose: Callable | None = None):
+                 grad_index: Callable | None = None, decompose: Callable | None = None,
+                 whole_in_c: Callable | None = None):
         self.name = name
         self.forward = forward
         self.vjp = vjp
@@ -91,6 +97,7 @@ class Op:
         self.explain = explain
         self.grad_index = grad_index
         self.decompose = decompose
+        self.whole_in_c = whole_in_c
         self.fast = None
         self.grad_name = "".join(p.capitalize() for p in name.split("_")) + "Backward0"
 

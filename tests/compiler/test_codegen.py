@@ -332,7 +332,8 @@ def test_decomposed_primitives_compiled_equal_eager(use_c, dtype, tol):
     compiled = ember.jit(loss_and_grads)
     actual = compiled(*leaves, t)
     names = {ins.op.name for ins in compiled.graph().instrs}
-    assert not names & {"native_layer_norm", "rms_norm", "normalize_backward", "gelu",
+    # (normalize_backward stays whole: a hand-written C kernel, ops/norm_kernels.py)
+    assert not names & {"native_layer_norm", "rms_norm", "gelu",
                         "gelu_backward", "softmax", "softmax_backward", "log_softmax",
                         "log_softmax_backward", "cross_entropy_loss_backward"}
     kernels = [ins.op for ins in compiled.graph().instrs if isinstance(ins.op, FusedKernel)]

@@ -11,7 +11,10 @@ tracer tensors standing for the instruction's inputs. Numbers it uses become gra
 constants (one-element ones are folded into kernels as literals).
 
 With the NumPy backend (``EMBER_JIT_BACKEND=numpy``, or no C compiler) nothing is
-decomposed: a primitive's own NumPy forward is faster than its steps run one by one.
+decomposed: a primitive's own NumPy forward is faster than its steps run one by one. An
+op whose forward has a hand-written C kernel faster than its fused decomposition (the
+layer-norm backward: :attr:`~ember.ops.registry.Op.whole_in_c`) stays whole where
+kernels are C.
 """
 from __future__ import annotations
 
@@ -29,11 +32,16 @@ def decompose_composites(graph: Graph, renderer: str | None = None) -> Graph:
 
     >>> g = decompose_composites(g)   # softmax -> amax, sub, exp, sum, div
     """
-    if (backend_name() if renderer is None else renderer) == "numpy":
+    renderer = backend_name() if renderer is None else renderer
+    if renderer == "numpy":
         return graph
     instrs, replaced = [], {}
     for ins in graph.instrs:
         rule = getattr(ins.op, "decompose", None)
+        whole = getattr(ins.op, "whole_in_c", None)
+        if rule is not None and whole is not None and renderer == "c" and \
+                whole(*ins.inputs, **ins.params):
+            rule = None  # its own forward runs a hand-written C kernel, faster
         empty = any(0 in v.shape for v in ins.inputs + ins.outputs)
         recorded = None if rule is None or ins.effect or empty else _record(ins, rule)
         if recorded is None:

@@ -1,0 +1,174 @@
+"""The backward of a normalisation over trailing dims (layer norm, RMS norm) as one C
+pass over the rows.
+
+For each row, with d = x - mean, gy = g * rstd and gyr = gy * weight, the gradient of x
+is ``gyr - d * rstd^2 * mean(gyr * d) - mean(gyr)`` (no last term without centring); the
+weight's gradient sums ``gy * d`` over the rows and the bias's sums ``g``. The NumPy
+path (and the kernels ember.jit fuses from the same formula) read and write the
+(rows, n) arrays several times and sum the columns in further passes; here each thread
+takes a block of rows, reads each row once for its two sums and once to write its
+gradient, and adds the column sums into partials of its own (in double), which are
+added at the end. Row sums run in double too.
+
+Used for float32/float64 contiguous inputs on the CPU where the kernel cache has a C
+compiler; anything else (None from :func:`normalize_backward`) takes the NumPy path.
+"""
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+from ..errors import EmberError
+
+_SOURCE = r"""
+#include <stdint.h>
+#include <omp.h>
+/* p = [threads, rows, n, center, g, x, mean, rstd, weight|0, gx|0, gw partials|0,
+        gb partials|0]; partials: threads x n doubles, zeroed */
+void ember_kernel(const int64_t *p)
+{
+    const int threads = (int)p[0];
+    const int64_t rows = p[1], n = p[2];
+    const int center = (int)p[3];
+    const REAL *g = (const REAL *)p[4], *x = (const REAL *)p[5];
+    const REAL *mean = (const REAL *)p[6], *rstd = (const REAL *)p[7];
+    const REAL *w = (const REAL *)p[8];
+    REAL *gx = (REAL *)p[9];
+    double *gw = (double *)p[10], *gb = (double *)p[11];
+    #pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+        const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+        const int64_t lo = rows * t / nt, hi = rows * (t + 1) / nt;
+        double *pw = gw ? gw + t * n : 0, *pb = gb ? gb + t * n : 0;
+        for (int64_t r = lo; r < hi; r++) {
+            const REAL *gr = g + r * n, *xr = x + r * n;
+            const REAL m = mean[r], s = rstd[r];
+            if (pw) {
+                #pragma omp simd
+                for (int64_t c = 0; c < n; c++)
+                    pw[c] += (double)(gr[c] * s) * (double)(xr[c] - m);
+            }
+            if (pb) {
+                #pragma omp simd
+                for (int64_t c = 0; c < n; c++)
+                    pb[c] += (double)gr[c];
+            }
+            if (!gx)
+                continue;
+            double s1 = 0.0, s2 = 0.0;
+            if (w) {
+                #pragma omp simd reduction(+:s1, s2)
+                for (int64_t c = 0; c < n; c++) {
+                    const REAL gyr = gr[c] * s * w[c];
+                    s1 += gyr;
+                    s2 += (double)gyr * (double)(xr[c] - m);
+                }
+            } else {
+                #pragma omp simd reduction(+:s1, s2)
+                for (int64_t c = 0; c < n; c++) {
+                    const REAL gyr = gr[c] * s;
+                    s1 += gyr;
+                    s2 += (double)gyr * (double)(xr[c] - m);
+                }
+            }
+            const REAL k = (REAL)(s2 / (double)n) * s * s;
+            const REAL b = center ? (REAL)(s1 / (double)n) : (REAL)0;
+            REAL *out = gx + r * n;
+            if (w) {
+                #pragma omp simd
+                for (int64_t c = 0; c < n; c++)
+                    out[c] = gr[c] * s * w[c] - ((xr[c] - m) * k + b);
+            } else {
+                #pragma omp simd
+                for (int64_t c = 0; c < n; c++)
+                    out[c] = gr[c] * s - ((xr[c] - m) * k + b);
+            }
+        }
+    }
+}
+"""
+
+# Fewer elements than this run on one thread (starting the other costs more).
+MIN_PARALLEL = 1 << 15
+
+_state: dict = {}
+_pid = os.getpid()
+
+
+def _kernel(dtype: np.dtype):
+    """The compiled kernel for ``dtype`` (float32/float64), or None."""
+    key = dtype.char
+    if key not in _state:
+        _state[key] = None
+        from ..compiler.codegen import backend_name, build
+        try:
+            compiled = os.environ.get("EMBER_EAGER_KERNELS", "1") != "0" and \
+                backend_name() == "c"
+        except EmberError:  # an unknown EMBER_JIT_BACKEND: the NumPy path
+            compiled = False
+        if compiled:
+            real = "float" if dtype == np.float32 else "double"
+            kernel = build.load_c_function(f"norm_backward_{real}",
+                                           f"#define REAL {real}\n" + _SOURCE)
+            if kernel is not None:  # (else the NumPy path)
+                _state[key] = (kernel, build.max_threads())
+    return _state[key]
+
+
+def applies(g, x, mean, rstd, *weight, axes, center, param_shape, need) -> bool:
+    """Whether :func:`normalize_backward` takes inputs of these shapes and dtypes (arrays
+    or graph values): ``axes`` the trailing dims, the parameters (if any) of their
+    shape, every input float32 or float64 alike, and the kernel built."""
+    k = len(axes)
+    shape, dtype = tuple(x.shape), x.dtype
+    lead, trail = shape[:len(shape) - k], shape[len(shape) - k:]
+    if axes != tuple(range(len(shape) - k, len(shape))) or not math.prod(shape) or \
+            tuple(g.shape) != shape or (param_shape and tuple(param_shape) != trail):
+        return False
+    stat = lead + (1,) * k
+    if tuple(mean.shape) != stat or tuple(rstd.shape) != stat or \
+            (weight and tuple(weight[0].shape) != trail):
+        return False
+    if any(a.dtype != dtype for a in (g, mean, rstd) + weight):
+        return False
+    dtype = np.dtype(getattr(dtype, "np", dtype))  # (an ember dtype for graph values)
+    return dtype in (np.float32, np.float64) and _kernel(dtype) is not None
+
+
+def normalize_backward(g, x, mean, rstd, weight, axes, center, param_shape, need):
+    """(gx, gw, gb) as ``norm._normalize_backward_forward`` returns them (those not
+    needed 0-d), or None where this path does not apply (see :func:`applies`; the
+    arrays must also be contiguous NumPy arrays, in the process that built the kernel)."""
+    extra = () if weight is None else (weight,)
+    arrays = (g, x, mean, rstd) + extra
+    if any(a.__class__ is not np.ndarray or not a.flags.c_contiguous for a in arrays) or \
+            os.getpid() != _pid or \
+            not applies(*arrays, axes=axes, center=center, param_shape=param_shape, need=need):
+        return None
+    dtype = x.dtype
+    k = len(axes)
+    found = _kernel(dtype)
+    if found is None:
+        return None
+    kernel, threads = found
+    n = x.size // mean.size
+    rows = mean.size
+    if x.size < MIN_PARALLEL:
+        threads = 1
+    gx = np.empty_like(x) if need[0] else None
+    gw = np.zeros((threads, n)) if need[1] else None
+    gb = np.zeros((threads, n)) if need[2] else None
+    addr = [0 if a is None else a.ctypes.data for a in (weight, gx, gw, gb)]
+    params = np.array([threads, rows, n, int(center), g.ctypes.data, x.ctypes.data,
+                       mean.ctypes.data, rstd.ctypes.data] + addr, dtype=np.int64)
+    kernel(params.ctypes.data)
+    zero = np.zeros((), dtype=dtype)
+    out_shape = tuple(param_shape) if param_shape else x.shape[x.ndim - k:]
+    return (gx if gx is not None else zero,
+            gw.sum(0).astype(dtype).reshape(out_shape) if gw is not None else zero,
+            gb.sum(0).astype(dtype).reshape(out_shape) if gb is not None else zero)
+
+
+__all__ = ["applies", "normalize_backward", "MIN_PARALLEL"]
