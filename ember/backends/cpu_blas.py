@@ -217,7 +217,8 @@ def matmul(a, b):
         return _np_matmul(a, b)
     m, k = a.shape[-2:]
     n = b.shape[-1]
-    if b.shape[-2] != k or n < 2 or k < 1 or a.size == 0 or b.size == 0:
+    if b.shape[-2] != k or n < 2 or k < 1 or a.size == 0 or b.size == 0 or \
+            2 * a.size * n < MIN_PARALLEL_FLOPS:  # (one thread: OpenBLAS's own call)
         return _np_matmul(a, b)
     if os.getpid() != _pid:
         return _np_matmul(a, b)
@@ -240,8 +241,6 @@ def matmul(a, b):
         if sa is None or sb is None:
             return _np_matmul(a, b)
     kernel, sgemm, dgemm, wide, threads = driver
-    if 2 * m * n * k * batch < MIN_PARALLEL_FLOPS:
-        threads = 1
     out = np.empty(lead + (a.shape[-2], n), a.dtype)
     params = np.array([sgemm if a.dtype == _F32 else dgemm, wide, a.itemsize, threads, batch,
                        m, n, k, a.ctypes.data, la[1], sa, la[0], b.ctypes.data, lb[1], sb,

@@ -137,7 +137,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         raise ShapeError(f"linear: input of shape {tuple(input.shape)} and weight of shape "
                          f"{tuple(weight.shape)} do not fit: expected weight (out_features, "
                          f"{input.shape[-1]})")
-    if bias is not None:
+    if bias is not None and (bias.ndim != 1 or bias.shape[0] not in (1, weight.shape[0])):
         try:
             broadcast_shapes(tuple(input.shape[:-1]) + (weight.shape[0],), tuple(bias.shape))
         except EmberError:

@@ -555,9 +555,15 @@ def _masked_fill_vjp(n, g):
     return ga, None, gv
 
 
+def _masked_fill_ops(a, mask, value):
+    """masked_fill as ``where``, which the fuser (and so eager mode's compiled kernels,
+    :mod:`ember.compiler.eager`) runs as one loop instead of NumPy's copy and fill."""
+    return where(mask, value, a)
+
+
 _MASKED_FILL = register(
     "masked_fill", _masked_fill_forward, _masked_fill_vjp, broadcasting=True,
-    saves_inputs=(1,),
+    saves_inputs=(1,), decompose=_masked_fill_ops,
     infer=lambda a, mask, value: AbstractValue(np.broadcast_shapes(a.shape, mask.shape),
                                                a.dtype))
 

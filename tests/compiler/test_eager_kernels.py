@@ -25,6 +25,8 @@ CASES = {
     "layer_norm": (("native_layer_norm",),
                    lambda x, w, b: F.layer_norm(x, (64,), w, b), (8, 32, 64)),
     "rms_norm": (("rms_norm",), lambda x, w: F.rms_norm(x, (64,), w), (8, 32, 64)),
+    "masked_fill": (("masked_fill",),
+                    lambda x: x.masked_fill(ember.arange(32) % 3 == 0, 2.5), (8, 32, 32)),
     "cross_entropy": (("cross_entropy_loss_backward",),
                       lambda x: F.cross_entropy(x, ember.arange(64) % 100), (64, 100)),
 }

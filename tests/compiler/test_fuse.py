@@ -453,3 +453,19 @@ def test_training_steps_compiled_equal_eager(workload, backend, monkeypatch, tmp
     for name in p1:
         np.testing.assert_allclose(p2[name].detach().numpy(), p1[name].detach().numpy(),
                                    rtol=1e-3, atol=1e-4, err_msg=name)
+
+
+def test_a_select_alone_becomes_a_kernel_and_an_add_alone_does_not(monkeypatch):
+    b = Builder()
+    x, mask = b.input((4, 8, 8)), b.input((8, 8), dt.bool)
+    filled = b.op("masked_fill", x, mask, b.const(-2.5))
+    alone = b.op("add", b.input((3,)), b.input((3,)))
+    graph = lowered(b.finish(filled, alone), monkeypatch)
+    assert [k.steps[0].op.name for k in (i.op for i in fused_instrs(graph))] == ["where"]
+    assert "add" in {ins.op.name for ins in graph.instrs}
+    rng = np.random.default_rng(0)
+    xs, ms = rng.standard_normal((4, 8, 8)).astype(np.float32), rng.random((8, 8)) < 0.5
+    ys = rng.standard_normal(3).astype(np.float32)
+    out, total = run(graph, [xs, ms, ys, ys])
+    np.testing.assert_array_equal(out, np.where(ms, np.float32(-2.5), xs))
+    np.testing.assert_array_equal(total, ys + ys)

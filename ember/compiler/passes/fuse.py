@@ -40,6 +40,11 @@ class _Group:
         return g
 
 
+
+# Ops worth a generated loop even alone: NumPy selects with a mask in several passes
+# (a masked_fill copies, then fills; where tests the mask element by element).
+SLOW_ALONE = frozenset({"where", "masked_fill"})
+
 def fuse_elementwise(graph: Graph, half_types: bool = False) -> Graph:
     """Replace each fusible chain of at least two instructions by one fused kernel.
 
@@ -84,7 +89,7 @@ def fuse_elementwise(graph: Graph, half_types: bool = False) -> Graph:
     users = graph.users()
     roots = {v.id for v in graph.live_roots()}
     for g in groups.values():
-        if len(g.members) < 2:
+        if len(g.members) < 2 and g.members[0].op.name not in SLOW_ALONE:
             continue
         g.members.sort(key=lambda m: order[id(m)])
         ins = _fused_instr(g, literals, users, roots)
