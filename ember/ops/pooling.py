@@ -26,6 +26,7 @@ from .. import dtypes as dt
 from ..autograd import grad_mode
 from ..errors import EmberError, EmberTypeError, ShapeError
 from ..tensor import Tensor
+from . import pool_kernels
 from .conv import check_input_rank, compute_dtype, ntuple
 from .registry import AbstractValue, apply, register
 from .shape import squeeze, unsqueeze
@@ -204,6 +205,10 @@ def _unpadded_window_max(xp, x, plans):
 
 
 def _max_pool_forward(xp, x, kernel, stride, dilation, padding, out_size, overlaps):
+    if xp is np:  # 2-D float planes: one C loop (ops/pool_kernels.py)
+        done = pool_kernels.max_pool2d(x, kernel, stride, dilation, padding, out_size)
+        if done is not None:
+            return done
     plans = _regular_plans(x.shape[2:], kernel, stride, dilation, padding, out_size)
     if not any(p.pad or p.hi for p in plans):
         result = _unpadded_window_max(xp, x, plans)
@@ -223,6 +228,10 @@ def _adaptive_max_pool_forward(xp, x, out_size, overlaps):
 
 def _max_unpool_forward(xp, g, index, size, overlaps):
     """Scatter ``g`` into zeros of spatial ``size`` at the flat plane positions ``index``."""
+    if xp is np:
+        done = pool_kernels.max_unpool2d(g, index, size)
+        if done is not None:
+            return done
     n, c = g.shape[:2]
     plane = math.prod(size)
     per_plane = math.prod(index.shape[2:])
