@@ -12,11 +12,10 @@ else (``None`` from :func:`col2im_2d`) takes the NumPy path.
 """
 from __future__ import annotations
 
-import os
 
 import numpy as np
 
-from ..errors import EmberError
+from .c_loops import CLoop
 
 _SOURCE = r"""
 #include <stdint.h>
@@ -59,27 +58,7 @@ void ember_kernel(const int64_t *p)
 }
 """
 
-_state: dict = {}
-_pid = os.getpid()
-
-
-def _kernel(dtype: np.dtype):
-    """The compiled kernel for ``dtype`` (float32/float64), or None."""
-    key = dtype.char
-    if key not in _state:
-        _state[key] = None
-        from ..compiler.codegen import backend_name, build
-        try:
-            compiled = os.environ.get("EMBER_EAGER_KERNELS", "1") != "0" and \
-                backend_name() == "c"
-        except EmberError:  # an unknown EMBER_JIT_BACKEND: the NumPy path
-            compiled = False
-        if compiled:
-            real = "float" if dtype == np.float32 else "double"
-            kernel = build.load_c_function(f"col2im_{real}", f"#define REAL {real}\n" + _SOURCE)
-            if kernel is not None:  # (else the NumPy path)
-                _state[key] = (kernel, build.max_threads())
-    return _state[key]
+LOOP = CLoop("col2im", _SOURCE)
 
 
 def col2im_2d(cols, buf, geo) -> bool:
@@ -87,10 +66,9 @@ def col2im_2d(cols, buf, geo) -> bool:
     as ``conv.col2im`` does; False where this path does not apply."""
     if len(geo.kernel) != 2 or cols.__class__ is not np.ndarray or \
             buf.__class__ is not np.ndarray or cols.dtype != buf.dtype or \
-            buf.dtype not in (np.float32, np.float64) or not buf.flags.c_contiguous or \
-            os.getpid() != _pid:
+            buf.dtype not in (np.float32, np.float64) or not buf.flags.c_contiguous:
         return False
-    found = _kernel(buf.dtype)
+    found = LOOP.get(buf.dtype)
     if found is None:
         return False
     kernel, threads = found

@@ -13,11 +13,10 @@ never written: the kernel checks every index first and the NumPy path reports it
 """
 from __future__ import annotations
 
-import os
 
 import numpy as np
 
-from ..errors import EmberError
+from .c_loops import CLoop
 
 _SOURCE = r"""
 #include <stdint.h>
@@ -52,28 +51,7 @@ void ember_kernel(int64_t *p)
 # Smaller tables are added on one thread (starting the other costs more).
 MIN_PARALLEL = 1 << 18
 
-_state: dict = {}
-_pid = os.getpid()
-
-
-def _kernel(dtype: np.dtype):
-    """The compiled kernel for ``dtype`` (float32/float64), or None."""
-    key = dtype.char
-    if key not in _state:
-        _state[key] = None
-        from ..compiler.codegen import backend_name, build
-        try:
-            compiled = os.environ.get("EMBER_EAGER_KERNELS", "1") != "0" and \
-                backend_name() == "c"
-        except EmberError:  # an unknown EMBER_JIT_BACKEND: the NumPy path
-            compiled = False
-        if compiled:
-            real = "float" if dtype == np.float32 else "double"
-            kernel = build.load_c_function(f"add_rows_{real}",
-                                           f"#define REAL {real}\n" + _SOURCE)
-            if kernel is not None:  # (else the NumPy path)
-                _state[key] = (kernel, build.max_threads())
-    return _state[key]
+LOOP = CLoop("add_rows", _SOURCE)
 
 
 def add_rows(out, idx, rows) -> bool:
@@ -84,10 +62,9 @@ def add_rows(out, idx, rows) -> bool:
             idx.__class__ is not np.ndarray or out.dtype != rows.dtype or \
             out.dtype not in (np.float32, np.float64) or idx.dtype.kind not in "iu" or \
             out.ndim != 2 or rows.ndim != 2 or rows.shape[1] != out.shape[1] or \
-            idx.shape != (rows.shape[0],) or not out.flags.c_contiguous or \
-            os.getpid() != _pid:
+            idx.shape != (rows.shape[0],) or not out.flags.c_contiguous:
         return False
-    found = _kernel(out.dtype)
+    found = LOOP.get(out.dtype)
     if found is None:
         return False
     kernel, threads = found

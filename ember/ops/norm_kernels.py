@@ -16,11 +16,10 @@ compiler; anything else (None from :func:`normalize_backward`) takes the NumPy p
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
 
-from ..errors import EmberError
+from .c_loops import CLoop
 
 _SOURCE = r"""
 #include <stdint.h>
@@ -93,28 +92,7 @@ void ember_kernel(const int64_t *p)
 # Fewer elements than this run on one thread (starting the other costs more).
 MIN_PARALLEL = 1 << 15
 
-_state: dict = {}
-_pid = os.getpid()
-
-
-def _kernel(dtype: np.dtype):
-    """The compiled kernel for ``dtype`` (float32/float64), or None."""
-    key = dtype.char
-    if key not in _state:
-        _state[key] = None
-        from ..compiler.codegen import backend_name, build
-        try:
-            compiled = os.environ.get("EMBER_EAGER_KERNELS", "1") != "0" and \
-                backend_name() == "c"
-        except EmberError:  # an unknown EMBER_JIT_BACKEND: the NumPy path
-            compiled = False
-        if compiled:
-            real = "float" if dtype == np.float32 else "double"
-            kernel = build.load_c_function(f"norm_backward_{real}",
-                                           f"#define REAL {real}\n" + _SOURCE)
-            if kernel is not None:  # (else the NumPy path)
-                _state[key] = (kernel, build.max_threads())
-    return _state[key]
+LOOP = CLoop("norm_backward", _SOURCE)
 
 
 def applies(g, x, mean, rstd, *weight, axes, center, param_shape, need) -> bool:
@@ -134,7 +112,7 @@ def applies(g, x, mean, rstd, *weight, axes, center, param_shape, need) -> bool:
     if any(a.dtype != dtype for a in (g, mean, rstd) + weight):
         return False
     dtype = np.dtype(getattr(dtype, "np", dtype))  # (an ember dtype for graph values)
-    return dtype in (np.float32, np.float64) and _kernel(dtype) is not None
+    return dtype in (np.float32, np.float64) and LOOP.get(dtype) is not None
 
 
 def normalize_backward(g, x, mean, rstd, weight, axes, center, param_shape, need):
@@ -144,12 +122,11 @@ def normalize_backward(g, x, mean, rstd, weight, axes, center, param_shape, need
     extra = () if weight is None else (weight,)
     arrays = (g, x, mean, rstd) + extra
     if any(a.__class__ is not np.ndarray or not a.flags.c_contiguous for a in arrays) or \
-            os.getpid() != _pid or \
             not applies(*arrays, axes=axes, center=center, param_shape=param_shape, need=need):
         return None
     dtype = x.dtype
     k = len(axes)
-    found = _kernel(dtype)
+    found = LOOP.get(dtype)
     if found is None:
         return None
     kernel, threads = found

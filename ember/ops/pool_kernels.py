@@ -5,24 +5,24 @@ whole batch, each tap a comparison, a select and a pass over memory: 3.3 ms for 
 workload's first pooling (the values alone take 1.1 ms, and stay with NumPy). Here
 each (image, channel) plane is one OpenMP task; for each output row and tap, a
 vectorised, branch-free select over the row's outputs keeps the winner and its flat
-index in the plane (2.1 ms there; the backward, 1.3 ms in NumPy, takes 0.8). The rules are PyTorch's, as in the NumPy path: padding never wins,
-the first of equal values wins, NaN wins (the last NaN), and a window whose real
-elements are all -inf names its first real element.
+index in the plane (2.1 ms there; the backward, 1.3 ms in NumPy, takes 0.8). The
+rules are PyTorch's, as in the NumPy path: padding never wins, the first of equal
+values wins, NaN wins (the last NaN), and a window whose real elements are all -inf
+names its first real element.
 
 The backward adds each gradient into the plane position its window's winner came from,
 plane by plane, in the order of the outputs.
 
-Used for float32/float64 contiguous inputs on the CPU where the kernel cache has a C
-compiler; anything else (None from these functions) takes the NumPy path, which also
+Used for float32/float64 contiguous inputs where :class:`~ember.ops.c_loops.CLoop`
+builds it; anything else (None from these functions) takes the NumPy path, which also
 reports indices out of range.
 """
 from __future__ import annotations
 
-import os
 
 import numpy as np
 
-from ..errors import EmberError
+from .c_loops import CLoop
 
 _SOURCE = r"""
 #include <stdint.h>
@@ -118,36 +118,15 @@ void ember_kernel(int64_t *p)
 # Fewer elements than this run on one thread (starting the other costs more).
 MIN_PARALLEL = 1 << 15
 
-_state: dict = {}
-_pid = os.getpid()
-
-
-def _kernel(dtype: np.dtype):
-    """The compiled kernel for ``dtype`` (float32/float64), or None."""
-    key = dtype.char
-    if key not in _state:
-        _state[key] = None
-        from ..compiler.codegen import backend_name, build
-        try:
-            compiled = os.environ.get("EMBER_EAGER_KERNELS", "1") != "0" and \
-                backend_name() == "c"
-        except EmberError:  # an unknown EMBER_JIT_BACKEND: the NumPy path
-            compiled = False
-        if compiled:
-            real = "float" if dtype == np.float32 else "double"
-            kernel = build.load_c_function(f"max_pool2d_{real}", f"#define REAL {real}\n"
-                                           "#include <math.h>\n" + _SOURCE)
-            if kernel is not None:  # (else the NumPy path)
-                _state[key] = (kernel, build.max_threads())
-    return _state[key]
+LOOP = CLoop("max_pool2d", _SOURCE, prelude="#include <math.h>\n")
 
 
 def _usable(*arrays):
     dtype = arrays[0].dtype
-    if dtype not in (np.float32, np.float64) or os.getpid() != _pid or \
+    if dtype not in (np.float32, np.float64) or \
             any(a.__class__ is not np.ndarray or not a.flags.c_contiguous for a in arrays):
         return None
-    return _kernel(dtype)
+    return LOOP.get(dtype)
 
 
 def max_pool2d(x, kernel, stride, dilation, padding, out_size):

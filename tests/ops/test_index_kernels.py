@@ -6,7 +6,7 @@ import pytest
 import ember
 from ember.ops import index_kernels
 
-pytestmark = pytest.mark.skipif(index_kernels._kernel(np.dtype(np.float32)) is None,
+pytestmark = pytest.mark.skipif(index_kernels.LOOP.get(np.float32) is None,
                                 reason="no C compiler")
 
 
