@@ -26,8 +26,11 @@ import os
 
 import numpy as np
 
-# Smaller products run on one thread (splitting costs more than it saves there).
+# Smaller products run on one thread (splitting costs more than it saves there), unless
+# their operands are large: a matrix-vector product (a Linear layer at batch 1) is
+# bound by memory, and two cores each reading half the weights take half the time.
 MIN_PARALLEL_FLOPS = 1 << 21
+MIN_PARALLEL_BYTES = 1 << 19
 
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 _np_matmul = np.matmul
@@ -218,7 +221,8 @@ def matmul(a, b):
     m, k = a.shape[-2:]
     n = b.shape[-1]
     if b.shape[-2] != k or n < 2 or k < 1 or a.size == 0 or b.size == 0 or \
-            2 * a.size * n < MIN_PARALLEL_FLOPS:  # (one thread: OpenBLAS's own call)
+            (2 * a.size * n < MIN_PARALLEL_FLOPS and
+             (a.size + b.size) * a.itemsize < MIN_PARALLEL_BYTES):  # one thread: OpenBLAS
         return _np_matmul(a, b)
     if os.getpid() != _pid:
         return _np_matmul(a, b)
@@ -249,4 +253,4 @@ def matmul(a, b):
     return out
 
 
-__all__ = ["matmul", "MIN_PARALLEL_FLOPS"]
+__all__ = ["matmul", "MIN_PARALLEL_BYTES", "MIN_PARALLEL_FLOPS"]

@@ -17,7 +17,8 @@ driver = cpu_blas._driver()
 print("driver", driver is not None)
 rng = np.random.default_rng(0)
 cases = [((5, 7), (7, 3)), ((1, 64), (64, 48)), ((3, 64, 32), (32, 48)),
-         ((4, 5, 64, 32), (4, 5, 32, 40)), ((300, 200), (200, 500)), ((2, 3, 130, 70), (70, 90))]
+         ((4, 5, 64, 32), (4, 5, 32, 40)), ((300, 200), (200, 500)), ((2, 3, 130, 70), (70, 90)),
+         ((1, 784), (784, 512)), ((2, 512), (512, 300))]  # (few flops, large operands: split)
 worst = 0.0
 for sa, sb in cases:
     for dt in (np.float32, np.float64):
