@@ -134,8 +134,7 @@ class _InputMeta:
 
     @property
     def shape(self):
-        from ..tensor import Size
-        return Size(self._shape)
+        return _size_type()(self._shape)
 
     @property
     def ndim(self) -> int:
@@ -460,8 +459,28 @@ def _accumulate_leaf(t, grad, shared: bool, create_graph):
 
 
 def _tracing() -> bool:
-    from ..ops import registry
+    registry = _lazy.get("registry")
+    if registry is None:
+        from ..ops import registry
+        _lazy["registry"] = registry
     return registry._trace is not None
+
+
+# Modules and types the engine uses that import it in turn: looked up once, not per call.
+_lazy: dict = {}
+
+
+def _size_type():
+    size = _lazy.get("Size")
+    if size is None:
+        from ..tensor import Size as size
+        _lazy["Size"] = size
+    return size
+
+
+def _raw_shape(t) -> tuple:
+    """The plain shape tuple of a tensor or of an input's :class:`_InputMeta`."""
+    return t._shape if t.__class__ is _InputMeta else t._data.shape
 
 
 def _call_vjp(node, slot):
@@ -480,7 +499,7 @@ def _call_vjp(node, slot):
         if e is None or gi is None:
             out.append(None)
             continue
-        if gi.shape != t.shape:
+        if gi._data.shape != _raw_shape(t):
             if not op.broadcasting or not _sums_to(gi.shape, t.shape):
                 raise EmberError(_bad_grad_shape(node, i, gi.shape, t.shape))
             gi = _sum_to(gi, t.shape)
