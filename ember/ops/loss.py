@@ -25,6 +25,7 @@ from .creation import arange
 from .elementwise_composite import clamp_min
 from .logical import eq
 from .reduce import mean as _mean, sum as _sum
+from .loss_kernels import row_statistics
 from .registry import AbstractValue, apply, autocast_inputs, register
 from .shape import expand, movedim, reshape, unsqueeze
 
@@ -148,17 +149,24 @@ def _ce_forward(xp, x, t, *weight, cdim, ignore_index, reduction, label_smoothin
     a = _upcast(x)
     w = _upcast(weight[0]) if weight else None
     classes = a.shape[cdim]
-    _, lse, shift, _ = _shifted(xp, a, cdim, keep=False)
-    xp.log(lse, out=lse)
-    lse += shift
     safe, valid, per_sample = _targets(xp, t, w, classes, ignore_index, "cross_entropy",
                                        a.dtype)
+    # (N, C) logits: one C pass for the rows' lse, target logits and sums
+    rows = row_statistics(a, safe, bool(label_smoothing) and w is None) \
+        if xp is np and cdim == 1 else None
+    if rows is None:
+        _, lse, shift, _ = _shifted(xp, a, cdim, keep=False)
+        xp.log(lse, out=lse)
+        lse += shift
+        picked, sums = _picked(xp, a, safe, cdim), None
+    else:
+        lse, picked, sums = rows
     lse_n = lse.squeeze(cdim)
-    loss = (lse_n - _picked(xp, a, safe, cdim)) * per_sample
+    loss = (lse_n - picked) * per_sample
     if label_smoothing:
         # sum over classes of w_c * (lse - x_c)
         if w is None:
-            smooth = classes * lse_n - xp.sum(a, axis=cdim)
+            smooth = classes * lse_n - (xp.sum(a, axis=cdim) if sums is None else sums)
         else:
             wv = w.reshape((classes,) + (1,) * (a.ndim - cdim - 1))
             smooth = lse_n * w.sum() - xp.sum(a * wv, axis=cdim)
