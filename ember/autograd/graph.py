@@ -342,7 +342,8 @@ def _propagate(roots, grad_roots, retain_graph, create_graph, inputs, allow_unus
                     for _, i in wanted[id(item)]:
                         captured[i] = grad
                 continue
-            _run_node_hooks(item, slot)
+            if item.pre_hooks or item.retain_hooks:
+                _run_node_hooks(item, slot)
             if wanted is not None:
                 for index, i in wanted.get(id(item), ()):
                     captured[i] = slot.get(index)

@@ -53,7 +53,7 @@ def _reduce_infer(a, dims, keepdim, **params):
 
 def grad_to_input_shape(g, input_shape, dims, keepdim):
     """Broadcast a reduction's output gradient back to the input's shape."""
-    if not keepdim:
+    if not keepdim and g.ndim:  # (a 0-d gradient expands as it is)
         g = reshape(g, reduced_shape(input_shape, dims, True))
     return expand(g, tuple(input_shape))
 

@@ -73,6 +73,7 @@ class Op:
             forward with ``forward``'s signature that eager mode calls instead, running
             compiled kernels for large inputs.
     """
+    release = None  # (a compiled backward's op frees its residuals: see Node.release)
     __slots__ = ("name", "forward", "vjp", "infer", "n_outputs", "saves_inputs",
                  "saves_outputs", "broadcasting", "is_view", "dynamic_shape", "grad_name",
                  "explain", "grad_index", "decompose", "whole_in_c", "fast")
