@@ -40,13 +40,14 @@ class _Group:
         return g
 
 
-
 # Ops worth a generated loop even alone: NumPy selects with a mask in several passes
 # (a masked_fill copies, then fills; where tests the mask element by element).
 SLOW_ALONE = frozenset({"where", "masked_fill"})
 
+
 def fuse_elementwise(graph: Graph, half_types: bool = False) -> Graph:
-    """Replace each fusible chain of at least two instructions by one fused kernel.
+    """Replace each fusible chain of at least two instructions (or a lone op of
+    :data:`SLOW_ALONE`) by one fused kernel.
 
     Args:
         graph: the graph, rewritten in place.
