@@ -24,6 +24,17 @@ from tests.fake_device import FAKE
 nn, F = ember.nn, ember.nn.functional
 
 
+def _step(model, opt):
+    """One training step of ``model`` on the batch ``(x, y)``, returning the loss."""
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.detach()
+    return step
+
+
 def _train(device, optimizer: str, compiled: bool, steps: int = 4):
     ember.manual_seed(0)
     model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 16), nn.Tanh(),
@@ -33,13 +44,7 @@ def _train(device, optimizer: str, compiled: bool, steps: int = 4):
     model, x, y = model.to(device), x.to(device), y.to(device)
     opt = ember.optim.SGD(model.parameters(), lr=0.1, momentum=0.9) if optimizer == "sgd" \
         else ember.optim.AdamW(model.parameters(), lr=0.01)
-
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss.detach()
+    step = _step(model, opt)
     run = ember.jit(step) if compiled else step
     losses = [run(x, y) for _ in range(steps)]
     return model, opt, run, losses
@@ -86,13 +91,10 @@ def test_training_step_through_emulated_cuda_kernels_equals_eager(monkeypatch, t
         opt = ember.optim.AdamW(model.parameters(), lr=0.01)
         x = ember.randn(9, 6, dtype=dtype).to(device)
         y = ember.randint(0, 5, (9,)).to(device)
+        one_step = _step(model, opt)
 
         def step():
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss.detach()
+            return one_step(x, y)
         run = ember.jit(step) if compiled else step
         return [float(run()) for _ in range(3)], model, run
     eager_losses, eager_model, _ = train(ember.device("cpu"), False)
