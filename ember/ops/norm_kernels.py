@@ -98,7 +98,14 @@ LOOP = CLoop("norm_backward", _SOURCE)
 def applies(g, x, mean, rstd, *weight, axes, center, param_shape, need) -> bool:
     """Whether :func:`normalize_backward` takes inputs of these shapes and dtypes (arrays
     or graph values): ``axes`` the trailing dims, the parameters (if any) of their
-    shape, every input float32 or float64 alike, and the kernel built."""
+    shape, every input of one dtype, float32 or float64, whose kernel was built."""
+    if not _fits(g, x, mean, rstd, *weight, axes=axes, param_shape=param_shape):
+        return False
+    return LOOP.get(np.dtype(getattr(x.dtype, "np", x.dtype))) is not None  # (ember dtypes)
+
+
+def _fits(g, x, mean, rstd, *weight, axes, param_shape) -> bool:
+    """The shape and dtype conditions of :func:`applies`."""
     k = len(axes)
     shape, dtype = tuple(x.shape), x.dtype
     lead, trail = shape[:len(shape) - k], shape[len(shape) - k:]
@@ -109,10 +116,7 @@ def applies(g, x, mean, rstd, *weight, axes, center, param_shape, need) -> bool:
     if tuple(mean.shape) != stat or tuple(rstd.shape) != stat or \
             (weight and tuple(weight[0].shape) != trail):
         return False
-    if any(a.dtype != dtype for a in (g, mean, rstd) + weight):
-        return False
-    dtype = np.dtype(getattr(dtype, "np", dtype))  # (an ember dtype for graph values)
-    return dtype in (np.float32, np.float64) and LOOP.get(dtype) is not None
+    return all(a.dtype == dtype for a in (g, mean, rstd) + weight)
 
 
 def normalize_backward(g, x, mean, rstd, weight, axes, center, param_shape, need):
@@ -122,11 +126,11 @@ def normalize_backward(g, x, mean, rstd, weight, axes, center, param_shape, need
     extra = () if weight is None else (weight,)
     arrays = (g, x, mean, rstd) + extra
     if any(a.__class__ is not np.ndarray or not a.flags.c_contiguous for a in arrays) or \
-            not applies(*arrays, axes=axes, center=center, param_shape=param_shape, need=need):
+            not _fits(*arrays, axes=axes, param_shape=param_shape):
         return None
     dtype = x.dtype
     k = len(axes)
-    found = LOOP.get(dtype)
+    found = LOOP.get(dtype)  # (None for other dtypes)
     if found is None:
         return None
     kernel, threads = found

@@ -122,11 +122,10 @@ LOOP = CLoop("max_pool2d", _SOURCE, prelude="#include <math.h>\n")
 
 
 def _usable(*arrays):
-    dtype = arrays[0].dtype
-    if dtype not in (np.float32, np.float64) or \
-            any(a.__class__ is not np.ndarray or not a.flags.c_contiguous for a in arrays):
+    """The kernel for contiguous NumPy ``arrays`` of a float dtype (the first's), or None."""
+    if any(a.__class__ is not np.ndarray or not a.flags.c_contiguous for a in arrays):
         return None
-    return LOOP.get(dtype)
+    return LOOP.get(arrays[0].dtype)  # (None for other dtypes)
 
 
 def max_pool2d(x, kernel, stride, dilation, padding, out_size):
