@@ -182,6 +182,16 @@ def _driver():
     return _state["driver"]
 
 
+def entry_points():
+    """(sgemm address, dgemm address, 64-bit ints) of OpenBLAS, set to one thread, for C
+    loops that call a GEMM per block from ember's threads; None where the driver is off
+    (or in a forked child)."""
+    driver = _driver()
+    if driver is None or os.getpid() != _pid:
+        return None
+    return driver[1:4]
+
+
 def _rows_or_cols(x):
     """(transposed, leading dimension) of the matrices in ``x``'s last two dims, or None."""
     item = x.itemsize
@@ -253,4 +263,4 @@ def matmul(a, b):
     return out
 
 
-__all__ = ["matmul", "MIN_PARALLEL_BYTES", "MIN_PARALLEL_FLOPS"]
+__all__ = ["entry_points", "matmul", "MIN_PARALLEL_BYTES", "MIN_PARALLEL_FLOPS"]

@@ -1,21 +1,189 @@
-"""col2im for 2-D convolutions as one C loop (the rest of ``conv.py`` is NumPy).
+"""Convolution loops in C: the 2-D forward (im2col + one BLAS product per image, with
+bias, ReLU and max pooling as an epilogue) and col2im (the rest of ``conv.py`` is NumPy).
 
-The backward of a convolution with respect to its input adds every column entry back
-into the input position it was read from. In NumPy that is one strided ``+=`` per
+The forward, :func:`conv2d_forward`: NumPy's path builds the columns of the whole batch
+with strided copies, multiplies once, and transposes the result into ``(N, O, H, W)``:
+three passes over large arrays. Here each OpenMP thread takes whole images: it copies
+one image's columns into its own buffer (in cache), multiplies them by the weight with a
+one-thread GEMM straight into that image's output (already in ``(O, H, W)`` order), and
+adds the bias there. With fewer images than threads, the threads share each image: rows
+of the columns, then blocks of output channels. ``ember.jit`` also folds a following
+ReLU and max pooling into the same call (:mod:`ember.compiler.passes.conv_epilogue`):
+the image's result is pooled while it sits in cache, and only the pooled values are
+written. Max pooling commutes with adding a per-channel bias and with ReLU (both are
+monotone), so the epilogue pools first and adds and clips the pooled values only.
+
+col2im: the backward of a convolution with respect to its input adds every column entry
+back into the input position it was read from. In NumPy that is one strided ``+=`` per
 kernel tap over the whole batch, each a pass over memory; here each (image, channel)
 plane is one OpenMP task that adds all of its taps while the plane sits in cache. The
 sums run in the same order as the NumPy loop (tap by tap, in row-major tap order), so
 the results are the same bits.
 
-Used for float32/float64 on the CPU where the kernel cache has a C compiler; anything
-else (``None`` from :func:`col2im_2d`) takes the NumPy path.
+Both are used for float32/float64 NumPy arrays on the CPU where the kernel cache has a C
+compiler (the forward also needs the OpenBLAS NumPy uses: ``backends/cpu_blas``);
+anything else (``None``/``False`` from these functions) takes the NumPy path.
 """
 from __future__ import annotations
 
 
+import threading
+
 import numpy as np
 
 from .c_loops import CLoop
+
+_FORWARD_SOURCE = r"""
+#include <stdint.h>
+#include <string.h>
+#include <omp.h>
+typedef void (*gemm_l)(int, int, int, int64_t, int64_t, int64_t, REAL, const REAL *, int64_t,
+                       const REAL *, int64_t, REAL, REAL *, int64_t);
+typedef void (*gemm_i)(int, int, int, int32_t, int32_t, int32_t, REAL, const REAL *, int32_t,
+                       const REAL *, int32_t, REAL, REAL *, int32_t);
+
+typedef struct {
+    int64_t gemm, wide, N, C, H, W, O, KH, KW, SH, SW, PH, PW, DH, DW, OH, OW;
+    int64_t x, w, bias, out, work, relu, PKH, PKW, PSH, PSW, POH, POW;
+} conv_t;
+
+static void gemm(const conv_t *q, int ta, int tb, int64_t m, int64_t n, int64_t k,
+                 const REAL *a, int64_t lda, const REAL *b, int64_t ldb, REAL *c, int64_t ldc)
+{   /* c (m x n) = op(a) @ op(b), row-major; op transposes where ta/tb is 112 */
+    if (q->wide)
+        ((gemm_l)q->gemm)(101, ta, tb, m, n, k, (REAL)1, a, lda, b, ldb, (REAL)0, c, ldc);
+    else
+        ((gemm_i)q->gemm)(101, ta, tb, (int32_t)m, (int32_t)n, (int32_t)k, (REAL)1, a,
+                          (int32_t)lda, b, (int32_t)ldb, (REAL)0, c, (int32_t)ldc);
+}
+
+/* rows [r0, r1) of the columns of one image: row (c, kh, kw), column (oh, ow) */
+static void im2col(const conv_t *q, const REAL *x, REAL *cols, int64_t r0, int64_t r1)
+{
+    const int64_t KHW = q->KH * q->KW, L = q->OH * q->OW, OW = q->OW;
+    for (int64_t r = r0; r < r1; r++) {
+        const int64_t c = r / KHW, kh = r % KHW / q->KW, kw = r % q->KW;
+        const REAL *plane = x + c * q->H * q->W;
+        REAL *row = cols + r * L;
+        const int64_t dw = kw * q->DW - q->PW;
+        /* columns ow with 0 <= ow * SW + dw < W */
+        int64_t lo = dw >= 0 ? 0 : (-dw + q->SW - 1) / q->SW;
+        int64_t hi = q->W - dw <= 0 ? 0 : (q->W - dw + q->SW - 1) / q->SW;
+        if (hi > OW) hi = OW;
+        if (lo > hi) lo = hi;
+        for (int64_t oh = 0; oh < q->OH; oh++) {
+            const int64_t ih = oh * q->SH + kh * q->DH - q->PH;
+            REAL *o = row + oh * OW;
+            if (ih < 0 || ih >= q->H) {
+                for (int64_t ow = 0; ow < OW; ow++) o[ow] = 0;
+                continue;
+            }
+            const REAL *in = plane + ih * q->W + dw;
+            for (int64_t ow = 0; ow < lo; ow++) o[ow] = 0;
+            if (q->SW == 1) {
+                memcpy(o + lo, in + lo, (size_t)(hi - lo) * sizeof(REAL));
+            } else {
+                for (int64_t ow = lo; ow < hi; ow++) o[ow] = in[ow * q->SW];
+            }
+            for (int64_t ow = hi; ow < OW; ow++) o[ow] = 0;
+        }
+    }
+}
+
+/* channels [o0, o1) of one image's output y (O x OH*OW): + bias, relu */
+static void finish(const conv_t *q, REAL *y, int64_t o0, int64_t o1)
+{
+    const REAL *bias = (const REAL *)q->bias;
+    const int64_t L = q->OH * q->OW;
+    for (int64_t o = o0; o < o1; o++) {
+        REAL *r = y + o * L;
+        const REAL b = bias ? bias[o] : (REAL)0;
+        if (q->relu) {
+            #pragma omp simd
+            for (int64_t i = 0; i < L; i++) { const REAL v = r[i] + b; r[i] = v < 0 ? 0 : v; }
+        } else if (bias) {
+            #pragma omp simd
+            for (int64_t i = 0; i < L; i++) r[i] += b;
+        }
+    }
+}
+
+/* channels [o0, o1) of one image's result yt, channels last (OH*OW x O): max over each
+   pooling window, + bias, relu, into out (O x POH*POW). Max commutes with both (they
+   are monotone), so they apply to the pooled values only. NaN wins a window, as in the
+   unfused pooling. Each window's max runs across the channels (one vector of them). */
+static void pool(const conv_t *q, const REAL *yt, REAL *out, REAL *m, int64_t o0, int64_t o1)
+{
+    const REAL *bias = (const REAL *)q->bias;
+    const int64_t O = q->O, PL = q->POH * q->POW;
+    for (int64_t ph = 0; ph < q->POH; ph++)
+        for (int64_t pw = 0; pw < q->POW; pw++) {
+            const REAL *first = yt + (ph * q->PSH * q->OW + pw * q->PSW) * O;
+            #pragma omp simd
+            for (int64_t o = o0; o < o1; o++)
+                m[o] = first[o];
+            for (int64_t i = 0; i < q->PKH; i++)
+                for (int64_t j = i ? 0 : 1; j < q->PKW; j++) {
+                    const REAL *tap = first + (i * q->OW + j) * O;
+                    #pragma omp simd
+                    for (int64_t o = o0; o < o1; o++) {
+                        const REAL v = tap[o];
+                        m[o] = (v > m[o]) | (v != v) ? v : m[o];
+                    }
+                }
+            REAL *dst = out + ph * q->POW + pw;
+            for (int64_t o = o0; o < o1; o++) {
+                const REAL v = m[o] + (bias ? bias[o] : (REAL)0);
+                dst[o * PL] = q->relu && v < 0 ? 0 : v;
+            }
+        }
+}
+
+void ember_kernel(const int64_t *p)
+{
+    const int threads = (int)p[0];
+    const conv_t *q = (const conv_t *)(p + 1);
+    const int64_t K = q->C * q->KH * q->KW, L = q->OH * q->OW, O = q->O;
+    const int64_t in_plane = q->C * q->H * q->W;
+    const int64_t out_plane = O * (q->PKH ? q->POH * q->POW : L);
+    /* a 1x1 stride-1 unpadded convolution reads the image itself as its columns */
+    const int direct = q->KH == 1 && q->KW == 1 && q->SH == 1 && q->SW == 1 && !q->PH &&
+                       !q->PW;
+    /* per image: the columns (K x L), and where it is pooled, the result channels last
+       (L x O) and one window's maxima (O) */
+    const int64_t cols_len = direct ? 0 : K * L, y_len = q->PKH ? L * O + O : 0;
+    const REAL *x = (const REAL *)q->x, *w = (const REAL *)q->w;
+    REAL *out = (REAL *)q->out, *work = (REAL *)q->work;
+    #pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+        const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+        const int shared = q->N < nt;  /* fewer images than threads: share each image */
+        const int64_t o0 = shared ? O * t / nt : 0, o1 = shared ? O * (t + 1) / nt : O;
+        REAL *cols = work + (shared ? 0 : t * (cols_len + y_len)), *yt = cols + cols_len;
+        for (int64_t n = shared ? 0 : q->N * t / nt; n < (shared ? q->N : q->N * (t + 1) / nt);
+             n++) {
+            const REAL *img = x + n * in_plane, *c = direct ? img : cols;
+            REAL *o = out + n * out_plane;
+            if (!direct) {
+                im2col(q, img, cols, shared ? K * t / nt : 0, shared ? K * (t + 1) / nt : K);
+                if (shared) {
+                    #pragma omp barrier
+                }
+            }
+            if (o1 > o0 && q->PKH) {   /* yt[:, o0:o1] = cols^T @ w[o0:o1]^T, pooled */
+                gemm(q, 112, 112, L, o1 - o0, K, c, L, w + o0 * K, K, yt + o0, O);
+                pool(q, yt, o, yt + L * O, o0, o1);
+            } else if (o1 > o0) {     /* o[o0:o1] = w[o0:o1] @ cols */
+                gemm(q, 111, 111, o1 - o0, L, K, w + o0 * K, K, c, L, o + o0 * L, L);
+                finish(q, o, o0, o1);
+            }
+            if (shared) {
+                #pragma omp barrier
+            }
+        }
+    }
+}
+"""
 
 _SOURCE = r"""
 #include <stdint.h>
@@ -59,6 +227,7 @@ void ember_kernel(const int64_t *p)
 """
 
 LOOP = CLoop("col2im", _SOURCE)
+FORWARD = CLoop("conv2d_forward", _FORWARD_SOURCE)
 
 
 def col2im_2d(cols, buf, geo) -> bool:
@@ -92,3 +261,64 @@ def col2im_2d(cols, buf, geo) -> bool:
                        geo.dilation[0] * row, geo.dilation[1], tg0, tg1], dtype=np.int64)
     kernel(params.ctypes.data)
     return True
+
+
+# A product this small runs on one thread (the threads' start and barriers cost more)
+_MIN_PARALLEL_FLOPS = 1 << 21
+_work = threading.local()  # each Python thread's column buffers, grown as needed
+
+
+def _buffer(dtype, size):
+    key = np.dtype(dtype).char
+    buf = getattr(_work, key, None)
+    if buf is None or buf.size < size:
+        buf = np.empty(max(size, 1), dtype)
+        setattr(_work, key, buf)
+    return buf
+
+
+def conv2d_forward(x, w, bias, stride, padding, dilation, out_size, relu=False,
+                   pool=None):
+    """The 2-D convolution of ``x`` ``(N, C, H, W)`` with ``w`` ``(O, C, KH, KW)`` (one
+    group), plus ``bias`` ``(O,)`` or None; ``padding`` the low pads ``(PH, PW)`` (the
+    high ones follow from ``out_size``). ``relu``: then ReLU; ``pool``: then max pooling
+    ``(kernel, stride)`` pairs without padding or dilation. None where this path does not
+    apply."""
+    from ..backends import cpu_blas
+    if x.__class__ is not np.ndarray or w.__class__ is not np.ndarray or \
+            x.dtype != w.dtype or x.ndim != 4 or w.ndim != 4 or x.shape[1] != w.shape[1] or \
+            (bias is not None and (bias.__class__ is not np.ndarray or bias.dtype != x.dtype
+                                   or bias.shape != (w.shape[0],))):
+        return None
+    found = FORWARD.get(x.dtype)
+    blas = cpu_blas.entry_points() if found is not None else None
+    if blas is None or 0 in x.shape or 0 in w.shape or 0 in out_size:
+        return None
+    kernel, threads = found
+    n, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    oh, ow = out_size
+    if pool is None:
+        pk, ps, pout = (0, 0), (0, 0), (0, 0)
+    else:
+        pk, ps = pool
+        pout = tuple((s - k) // st + 1 for s, k, st in zip(out_size, pk, ps))
+        if min(pout) < 1:
+            return None
+    x = np.ascontiguousarray(x)
+    w = np.ascontiguousarray(w)
+    flops = 2 * n * o * c * kh * kw * oh * ow
+    if flops < _MIN_PARALLEL_FLOPS:
+        threads = 1
+    direct = kh == kw == 1 and stride == (1, 1) and padding == (0, 0)
+    per_image = (0 if direct else c * kh * kw * oh * ow) + (oh * ow * o + o if pool else 0)
+    work = _buffer(x.dtype, per_image * (threads if n >= threads else 1))
+    out = np.empty((n, o) + (pout if pool else out_size), x.dtype)
+    sgemm, dgemm, wide = blas
+    params = np.array([threads, sgemm if x.dtype == np.float32 else dgemm, wide, n, c, h, wd,
+                       o, kh, kw, *stride, *padding, *dilation, oh, ow, x.ctypes.data,
+                       w.ctypes.data, 0 if bias is None else bias.ctypes.data,
+                       out.ctypes.data, work.ctypes.data, int(relu), *pk, *ps, *pout],
+                      dtype=np.int64)
+    kernel(params.ctypes.data)
+    return out

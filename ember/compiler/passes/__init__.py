@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from ..ir import Graph
+from .conv_epilogue import fuse_conv_epilogues
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
 from .decompose import decompose_composites
@@ -15,10 +16,11 @@ from .simplify import simplify
 
 # Rewrites that keep the graph made of registry ops (so it can still be split into a
 # forward and a backward part), then lowering into fused kernels: fused primitives
-# into their elementwise steps first, so that those fuse with what is around them.
+# into their elementwise steps first, so that those fuse with what is around them, and
+# convolutions with the ReLU and pooling after them.
 SIMPLIFY = (fold_constants, simplify, join_slice_gradients, eliminate_common_subexpressions,
             eliminate_dead_code)
-LOWER = (decompose_composites, fuse_elementwise)
+LOWER = (decompose_composites, fuse_conv_epilogues, fuse_elementwise)
 PIPELINE = SIMPLIFY + LOWER
 
 
@@ -36,4 +38,5 @@ def lower(graph: Graph, renderer: str) -> Graph:
     bfloat16 ops)."""
     from ..codegen import holds_half_types
     graph = decompose_composites(graph, renderer)
+    graph = fuse_conv_epilogues(graph, renderer)
     return fuse_elementwise(graph, half_types=holds_half_types(renderer))
