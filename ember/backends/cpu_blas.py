@@ -39,7 +39,9 @@ _state: dict = {}
 
 # The driver: p = [gemm, int64 ints?, item size, threads, batch, M, N, K,
 #                  A, lda, A batch stride, A transposed, B, ldb, B stride, B transposed,
-#                  C, C batch stride]; strides in elements; C is contiguous (ldc = N).
+#                  C, C batch stride, bias (N values) or 0, relu]; strides in elements;
+# C is contiguous (ldc = N). Each block adds the bias to its rows and applies the relu
+# right after its product, while the block is in cache.
 _SOURCE = r"""
 #include <stdint.h>
 #include <omp.h>
@@ -50,6 +52,32 @@ _SOURCE = r"""
                           const T *, int32_t, T, T *, int32_t);
 GEMM_TYPES(float, 0)
 GEMM_TYPES(double, 0)
+
+#define EPILOGUE(T)                                                                   \
+    static void epilogue_##T(T *C, int64_t ldc, int64_t m, int64_t n, const T *bias,      \
+                             int relu)                                                    \
+    {                                                                                     \
+        for (int64_t i = 0; i < m; i++) {                                                 \
+            T *row = C + i * ldc;                                                         \
+            if (bias && relu) {                                                           \
+                _Pragma("omp simd")                                                       \
+                for (int64_t j = 0; j < n; j++) {                                         \
+                    const T v = row[j] + bias[j];                                         \
+                    row[j] = v < 0 ? 0 : v;                                               \
+                }                                                                         \
+            } else if (bias) {                                                            \
+                _Pragma("omp simd")                                                       \
+                for (int64_t j = 0; j < n; j++)                                           \
+                    row[j] += bias[j];                                                    \
+            } else {                                                                      \
+                _Pragma("omp simd")                                                       \
+                for (int64_t j = 0; j < n; j++)                                           \
+                    row[j] = row[j] < 0 ? 0 : row[j];                                     \
+            }                                                                             \
+        }                                                                                 \
+    }
+EPILOGUE(float)
+EPILOGUE(double)
 
 static void block(const int64_t *p, int64_t b, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
 {
@@ -73,6 +101,13 @@ static void block(const int64_t *p, int64_t b, int64_t m0, int64_t m1, int64_t n
         ((double_i)p[0])(101, ta, tb, (int32_t)m, (int32_t)n, (int32_t)K, 1.0,
                          (const double *)A, (int32_t)lda, (const double *)B, (int32_t)ldb,
                          0.0, (double *)C, (int32_t)ldc);
+    if (!p[18] && !p[19])
+        return;
+    if (item == 4)
+        epilogue_float((float *)C, ldc, m, n, p[18] ? (const float *)p[18] + n0 : 0, (int)p[19]);
+    else
+        epilogue_double((double *)C, ldc, m, n, p[18] ? (const double *)p[18] + n0 : 0,
+                        (int)p[19]);
 }
 
 void ember_kernel(const int64_t *p)
@@ -221,44 +256,61 @@ def _batch_stride(x):
     return stride // x.itemsize if stride % x.itemsize == 0 else None
 
 
-def matmul(a, b):
-    """``np.matmul(a, b)``, split over ember's threads where that applies."""
+def matmul(a, b, bias=None, relu=False):
+    """``np.matmul(a, b)``, split over ember's threads where that applies; plus ``bias``
+    (an array of the product's last dim, in its dtype) and then ReLU, when given."""
+    out = _product(a, b, bias, relu)
+    if out.__class__ is tuple:  # NumPy's product: the epilogue in NumPy
+        out = out[0]
+        if bias is not None:
+            out += bias
+        if relu:
+            np.maximum(out, 0, out=out)
+    return out
+
+
+def _product(a, b, bias, relu):
+    """The driver's product (with its epilogue), or ``(np.matmul(a, b),)``."""
     driver = _driver()  # (first: with the driver off, nothing else is looked at)
     if driver is None or a.__class__ is not np.ndarray or b.__class__ is not np.ndarray or \
             a.dtype is not b.dtype or (a.dtype != _F32 and a.dtype != _F64) or \
             a.ndim < 2 or (b.ndim != 2 and b.ndim != a.ndim):
-        return _np_matmul(a, b)
+        return (_np_matmul(a, b),)
     m, k = a.shape[-2:]
     n = b.shape[-1]
     if b.shape[-2] != k or n < 2 or k < 1 or a.size == 0 or b.size == 0 or \
             (2 * a.size * n < MIN_PARALLEL_FLOPS and
              (a.size + b.size) * a.itemsize < MIN_PARALLEL_BYTES):  # one thread: OpenBLAS
-        return _np_matmul(a, b)
+        return (_np_matmul(a, b),)
     if os.getpid() != _pid:
-        return _np_matmul(a, b)
+        return (_np_matmul(a, b),)
+    if bias is not None and (bias.__class__ is not np.ndarray or bias.dtype is not a.dtype
+                             or bias.shape != (n,) or not bias.flags.c_contiguous):
+        return (_np_matmul(a, b),)
     la, lb = _rows_or_cols(a), _rows_or_cols(b)
     if la is None or lb is None:
-        return _np_matmul(a, b)
+        return (_np_matmul(a, b),)
     lead = a.shape[:-2]
     batch = math.prod(lead)
     if b.ndim == 2:
         sb = 0
         sa = _batch_stride(a)
         if sa is None:
-            return _np_matmul(a, b)
+            return (_np_matmul(a, b),)
         if la[0] == 0 and (batch == 1 or sa == la[1] * m):
             m, batch = m * batch, 1  # the batch is just more rows (x @ W in a Linear)
     else:
         if b.shape[:-2] != lead:
-            return _np_matmul(a, b)  # broadcasting batch dims: NumPy's
+            return (_np_matmul(a, b),)  # broadcasting batch dims: NumPy's
         sa, sb = _batch_stride(a), _batch_stride(b)
         if sa is None or sb is None:
-            return _np_matmul(a, b)
+            return (_np_matmul(a, b),)
     kernel, sgemm, dgemm, wide, threads = driver
     out = np.empty(lead + (a.shape[-2], n), a.dtype)
     params = np.array([sgemm if a.dtype == _F32 else dgemm, wide, a.itemsize, threads, batch,
                        m, n, k, a.ctypes.data, la[1], sa, la[0], b.ctypes.data, lb[1], sb,
-                       lb[0], out.ctypes.data, m * n if batch > 1 else 0], dtype=np.int64)
+                       lb[0], out.ctypes.data, m * n if batch > 1 else 0,
+                       0 if bias is None else bias.ctypes.data, int(relu)], dtype=np.int64)
     kernel(params.ctypes.data)
     return out
 

@@ -74,12 +74,19 @@ def erfc(xp, a):
     return np.asarray(np.frompyfunc(math.erfc, 1, 1)(a), dtype=a.dtype)
 
 
-def gemm(xp, a, b):
-    """``xp.matmul(a, b)``; NumPy's products go through the CPU backend's driver, which
-    splits large ones over ember's threads (:mod:`ember.backends.cpu_blas`)."""
+def gemm(xp, a, b, bias=None, relu=False):
+    """``xp.matmul(a, b)`` (``+ bias``, a vector of the last dim in the product's dtype,
+    then ReLU, where given); NumPy's products go through the CPU backend's driver, which
+    splits large ones over ember's threads and adds the bias and ReLU block by block
+    while each is in cache (:mod:`ember.backends.cpu_blas`)."""
     if xp is np:
-        return _cpu_matmul(a, b)
-    return xp.matmul(a, b)
+        return _cpu_matmul(a, b, bias, relu)
+    out = xp.matmul(a, b)
+    if bias is not None:
+        out += bias
+    if relu:
+        xp.maximum(out, 0, out=out)
+    return out
 
 
 from ..backends.cpu_blas import matmul as _cpu_matmul  # noqa: E402

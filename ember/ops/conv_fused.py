@@ -1,6 +1,6 @@
 """``conv2d_fused``: a 2-D convolution with the ReLU and max pooling that follow it, as
 one op that ``ember.jit`` puts in place of the three
-(:mod:`ember.compiler.passes.conv_epilogue`); it is never recorded by user code and has
+(:mod:`ember.compiler.passes.epilogues`); it is never recorded by user code and has
 no gradient (the pass runs after the backward is built).
 
 Where the C loop of :func:`~ember.ops.conv_kernels.conv2d_forward` applies, each image's

@@ -8,7 +8,7 @@ one image's columns into its own buffer (in cache), multiplies them by the weigh
 one-thread GEMM straight into that image's output (already in ``(O, H, W)`` order), and
 adds the bias there. With fewer images than threads, the threads share each image: rows
 of the columns, then blocks of output channels. ``ember.jit`` also folds a following
-ReLU and max pooling into the same call (:mod:`ember.compiler.passes.conv_epilogue`):
+ReLU and max pooling into the same call (:mod:`ember.compiler.passes.epilogues`):
 the image's result is pooled while it sits in cache, and only the pooled values are
 written. Max pooling commutes with adding a per-channel bias and with ReLU (both are
 monotone), so the epilogue pools first and adds and clips the pooled values only.

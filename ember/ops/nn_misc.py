@@ -48,18 +48,21 @@ def _operand(xp, a):
     return a if native_half_matmul(xp) else _upcast(a)
 
 
-def _linear_forward(xp, x, w, *bias):
+def _linear_forward(xp, x, w, *bias, relu=False):
+    """``x @ w.T + bias``; ``relu`` (set by ``ember.jit`` where a ReLU alone reads the
+    result: :mod:`ember.compiler.passes.epilogues`) then applies ReLU."""
     a = _operand(xp, x)
     flat = a.reshape(-1, a.shape[-1]) if a.ndim > 2 else a
-    out = gemm(xp, flat, _operand(xp, w).T)
+    wt = _operand(xp, w).T
+    b = _operand(xp, bias[0]) if bias else None
+    inner = b is not None and b.ndim == 1 and b.dtype == wt.dtype == flat.dtype
+    out = gemm(xp, flat, wt, b if inner else None, relu and (inner or not bias))
     if a.ndim > 2:
         out = out.reshape(a.shape[:-1] + (w.shape[0],))
-    if bias:
-        b = _operand(xp, bias[0])
-        if b.ndim <= 1 and b.dtype == out.dtype:
-            out += b  # out is the matmul's fresh result
-        else:
-            out = out + b
+    if b is not None and not inner:
+        out = out + b
+        if relu:
+            out = xp.maximum(out, 0)
     return out.astype(x.dtype, copy=False)
 
 

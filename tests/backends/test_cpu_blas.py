@@ -36,6 +36,24 @@ a = np.broadcast_to(rng.standard_normal((64, 32)).astype(np.float32), (3, 64, 32
 b = rng.standard_normal((3, 32, 64)).astype(np.float32)
 worst = max(worst, float(np.abs(cpu_blas.matmul(a, b) - np.matmul(a, b)).max()))
 print("worst", worst)
+# the epilogue: + bias, then relu (NaN stays NaN), on both paths (small: NumPy's)
+epi = 0.0
+for sa, sb in cases:
+    for dt in (np.float32, np.float64):
+        a, b = rng.standard_normal(sa).astype(dt), rng.standard_normal(sb).astype(dt)
+        a.reshape(-1)[0] = np.nan
+        bias = rng.standard_normal(sb[-1]).astype(dt)
+        for relu in (False, True):
+            for vec in (bias, None):
+                got = cpu_blas.matmul(a, b, vec, relu)
+                want = np.matmul(a, b) + (0 if vec is None else vec)
+                want = np.maximum(want, 0) if relu else want
+                assert np.array_equal(np.isnan(got), np.isnan(want))
+                ok = ~np.isnan(want)
+                assert (got[ok] >= 0).all() or not relu
+                epi = max(epi, float(np.abs(got[ok] - want[ok]).max(initial=0) /
+                                    (np.abs(want[ok]).max(initial=0) + 1)))
+print("epilogue", epi)
 """
 
 
@@ -52,6 +70,7 @@ def test_driver_products_equal_numpy():
     if cpu_blas._openblas() is not None:
         assert result["driver"] == "True"
     assert float(result["worst"]) < 1e-5
+    assert float(result["epilogue"]) < 1e-5
 
 
 def test_driver_is_on_by_default_and_numpy_turns_it_off():

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from ..ir import Graph
-from .conv_epilogue import fuse_conv_epilogues
+from .epilogues import fuse_epilogues
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
 from .decompose import decompose_composites
@@ -20,7 +20,7 @@ from .simplify import simplify
 # convolutions with the ReLU and pooling after them.
 SIMPLIFY = (fold_constants, simplify, join_slice_gradients, eliminate_common_subexpressions,
             eliminate_dead_code)
-LOWER = (decompose_composites, fuse_conv_epilogues, fuse_elementwise)
+LOWER = (decompose_composites, fuse_epilogues, fuse_elementwise)
 PIPELINE = SIMPLIFY + LOWER
 
 
@@ -38,5 +38,5 @@ def lower(graph: Graph, renderer: str) -> Graph:
     bfloat16 ops)."""
     from ..codegen import holds_half_types
     graph = decompose_composites(graph, renderer)
-    graph = fuse_conv_epilogues(graph, renderer)
+    graph = fuse_epilogues(graph, renderer)
     return fuse_elementwise(graph, half_types=holds_half_types(renderer))

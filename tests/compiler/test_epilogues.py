@@ -9,7 +9,7 @@ import pytest
 import ember
 from ember import nn
 from ember.compiler.ir import Graph
-from ember.compiler.passes.conv_epilogue import fuse_conv_epilogues
+from ember.compiler.passes.epilogues import fuse_epilogues
 from tests.compiler.test_passes import arg, emit, ops_of, run
 
 CONV = dict(stride=(1, 1), padding=((0, 0), (0, 0)), dilation=(1, 1), groups=1,
@@ -38,7 +38,7 @@ def _inputs(dtype=np.float32):
 @pytest.mark.parametrize("relu,pool", [(True, True), (True, False), (False, True)])
 def test_a_conv_chain_becomes_one_instruction_with_the_same_numbers(relu, pool):
     before = run(_chain(relu, pool), *_inputs())
-    g = fuse_conv_epilogues(_chain(relu, pool), "c")
+    g = fuse_epilogues(_chain(relu, pool), "c")
     assert ops_of(g) == ["conv2d_fused"]
     assert g.instrs[0].params["relu"] is relu
     np.testing.assert_allclose(run(g, *_inputs())[0], before[0], rtol=1e-6, atol=1e-6)
@@ -47,12 +47,12 @@ def test_a_conv_chain_becomes_one_instruction_with_the_same_numbers(relu, pool):
 def test_a_value_read_elsewhere_or_returned_stays_unfused():
     g = _chain()
     g.outputs.append(g.instrs[1].outputs[0])  # the relu's result is also returned
-    g = fuse_conv_epilogues(g, "c")
+    g = fuse_epilogues(g, "c")
     assert ops_of(g) == ["conv2d_fused", "max_pool_values"]  # conv + relu only
     g = _chain()
     emit(g, "neg", g.instrs[0].outputs[0])    # the convolution's result read twice
     g.outputs.append(g.instrs[-1].outputs[0])
-    assert ops_of(fuse_conv_epilogues(g, "c"))[:3] == ["convolution", "relu",
+    assert ops_of(fuse_epilogues(g, "c"))[:3] == ["convolution", "relu",
                                                        "max_pool_values"]
 
 
@@ -60,12 +60,12 @@ def test_padded_dilated_ceil_mode_pools_and_other_renderers_stay_unfused():
     for params in (dict(POOL, padding=(1, 1), out_size=(4, 4)),
                    dict(POOL, dilation=(2, 2), out_size=(2, 2)),
                    dict(POOL, kernel=(3, 3), out_size=(3, 3))):  # ceil mode: 3 windows
-        assert ops_of(fuse_conv_epilogues(_chain(pool_params=params), "c")) == \
+        assert ops_of(fuse_epilogues(_chain(pool_params=params), "c")) == \
             ["conv2d_fused", "max_pool_values"]
     for renderer in ("numpy", "cuda"):
-        assert ops_of(fuse_conv_epilogues(_chain(), renderer)) == \
+        assert ops_of(fuse_epilogues(_chain(), renderer)) == \
             ["convolution", "relu", "max_pool_values"]
-    assert ops_of(fuse_conv_epilogues(_chain(dtype=ember.float16), "c"))[0] == "convolution"
+    assert ops_of(fuse_epilogues(_chain(dtype=ember.float16), "c"))[0] == "convolution"
 
 
 def _net():
@@ -106,3 +106,24 @@ def test_jit_training_keeps_pooling_indices_and_gradients():
         assert ops.count("conv2d_fused") == 2 and ops.count("max_pool") == 2
     for p, g in zip(model.parameters(), want):
         np.testing.assert_allclose(p.grad.numpy(), g, rtol=1e-10, atol=1e-12)
+
+
+def _linear_chain(bias=True, dtype=ember.float32):
+    g = Graph()
+    x, w = arg(g, (5, 7), dtype), arg(g, (6, 7), dtype)
+    y = emit(g, "linear", x, w, *([arg(g, (6,), dtype)] if bias else []))
+    g.outputs.append(emit(g, "relu", y))
+    return g
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_a_linear_takes_the_relu_after_it(bias):
+    rng = np.random.default_rng(1)
+    inputs = [rng.standard_normal(s).astype(np.float32) for s in ((5, 7), (6, 7), (6,))]
+    inputs = inputs if bias else inputs[:2]
+    before = run(_linear_chain(bias), *inputs)
+    g = fuse_epilogues(_linear_chain(bias), "c")
+    assert ops_of(g) == ["linear"] and g.instrs[0].params["relu"] is True
+    np.testing.assert_array_equal(run(g, *inputs)[0], before[0])
+    assert (before[0] == 0).any() and (before[0] > 0).any()
+    assert ops_of(fuse_epilogues(_linear_chain(dtype=ember.float16), "c")) == ["linear", "relu"]

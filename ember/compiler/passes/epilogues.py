@@ -1,0 +1,123 @@
+"""Epilogues: the ReLU (and max pooling) after a product, done by the product's own loop
+while each block of its result is in cache, instead of by passes over memory after it.
+
+- A 2-D ``convolution`` whose result only a ``relu`` reads, and whose ReLU (or, without
+  one, whose result) only a ``max_pool_values`` reads, becomes one ``conv2d_fused``
+  instruction (:mod:`ember.ops.conv_fused`): the C loop pools each image's result while
+  it is in cache and writes the pooled values only.
+- A ``linear`` whose result only a ``relu`` reads becomes a ``linear`` with
+  ``relu=True``: the BLAS driver applies the bias and the ReLU block by block
+  (:mod:`ember.backends.cpu_blas`).
+
+The same numbers: max pooling commutes with adding a per-channel bias and with ReLU
+(both are monotone), and the products are the same products.
+
+Only where fused kernels are C (the loops are the CPU's), for float32/float64, and for
+the convolution only with one group and a pooling without padding or dilation. A
+pooling that keeps its indices (``max_pool``, in training) is never fused: the backward
+reads the convolution's result through them. The ReLU's backward reads the ReLU's own
+result, which the fused instruction returns, so in training a convolution or a linear
+layer still takes its ReLU in.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...ops.conv_fused import CONV2D_FUSED
+from ...ops.registry import OPS
+from ..codegen import backend_name
+from ..ir import Graph, Instr, Value
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def fuse_epilogues(graph: Graph, renderer: str | None = None) -> Graph:
+    """Replace convolution [-> relu] [-> max_pool_values] chains by ``conv2d_fused`` and
+    linear -> relu by ``linear(relu=True)`` (where ``renderer``, default
+    :func:`~ember.compiler.codegen.backend_name`, is ``"c"``).
+
+    >>> g = fuse_epilogues(g)   # conv -> relu -> max_pool_values: one conv2d_fused
+    """
+    if (backend_name() if renderer is None else renderer) != "c":
+        return graph
+    users = graph.users()
+    roots = {v.id for v in graph.live_roots()}
+
+    def only_reader(v: Value, name: str):
+        """The one instruction reading ``v`` if it is a registry ``name``, else None."""
+        readers = users.get(v.id, ())
+        if len(readers) != 1 or v.id in roots:
+            return None
+        ins = readers[0]
+        if ins.effect or ins.op is not OPS.get(name) or ins.inputs[0] is not v:
+            return None
+        return ins
+
+    fused: dict[int, Instr] = {}  # id of a chain's last instruction -> the fused one
+    absorbed = set()
+    for ins in graph.instrs:
+        if _plain_conv2d(ins):
+            op, params = CONV2D_FUSED, {k: ins.params[k] for k in
+                                        ("stride", "padding", "dilation", "out_size")}
+        elif _plain_linear(ins):
+            op, params = ins.op, dict(ins.params)
+        else:
+            continue
+        chain = [ins]
+        relu = only_reader(ins.outputs[0], "relu")
+        if relu is not None:
+            chain.append(relu)
+        pool = None
+        if op is CONV2D_FUSED:
+            pool = only_reader(chain[-1].outputs[0], "max_pool_values")
+            if pool is not None and _plain_pool(pool):
+                chain.append(pool)
+                params["pool"] = tuple(pool.params[k] for k in ("kernel", "stride", "out_size"))
+            else:
+                params["pool"] = None
+        if len(chain) == 1:
+            continue
+        params["relu"] = relu is not None
+        last = chain[-1].outputs[0]
+        new = Instr(op, ins.inputs, params, [(last.shape, last.dtype)], where=ins.where)
+        new.region = ins.region
+        fused[id(chain[-1])] = new
+        absorbed.update(id(c) for c in chain)
+    if not fused:
+        return graph
+    instrs, replaced = [], {}
+    for ins in graph.instrs:
+        if id(ins) in fused:  # (at the chain's end: every input of the chain exists there)
+            new = fused[id(ins)]
+            instrs.append(new)
+            replaced[ins.outputs[0].id] = new.outputs[0]
+        elif id(ins) not in absorbed:
+            instrs.append(ins)
+    graph.instrs = instrs
+    graph.replace_uses(replaced)
+    return graph
+
+
+def _floats(ins: Instr) -> bool:
+    dtype = ins.inputs[0].dtype
+    return dtype.np in _FLOATS and all(v.dtype is dtype for v in ins.inputs + ins.outputs)
+
+
+def _plain_conv2d(ins: Instr) -> bool:
+    return not ins.effect and ins.op is OPS.get("convolution") and \
+        ins.params["groups"] == 1 and len(ins.inputs[0].shape) == 4 and _floats(ins)
+
+
+def _plain_linear(ins: Instr) -> bool:
+    return not ins.effect and ins.op is OPS.get("linear") and \
+        not ins.params.get("relu") and _floats(ins) and \
+        (len(ins.inputs) == 2 or len(ins.inputs[2].shape) == 1)
+
+
+def _plain_pool(ins: Instr) -> bool:
+    p = ins.params
+    if len(p["kernel"]) != 2 or any(p["padding"]) or any(d != 1 for d in p["dilation"]):
+        return False
+    floor = tuple((s - k) // st + 1 for s, k, st in
+                  zip(ins.inputs[0].shape[2:], p["kernel"], p["stride"]))
+    return floor == tuple(p["out_size"])  # (not a ceil-mode window past the edge)
