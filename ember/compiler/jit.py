@@ -49,6 +49,24 @@ def flatten(obj):
     return leaves, _walk(obj, leaves)
 
 
+_TENSORS_ONLY: dict = {}  # n -> the tree of ``((n tensors), {})``
+
+
+def _flatten_call(args: tuple, kwargs: dict):
+    """:func:`flatten` of ``(args, kwargs)``, without the walk for the common call: only
+    positional tensors."""
+    if not kwargs:
+        for a in args:
+            if not isinstance(a, Tensor):
+                break
+        else:
+            tree = _TENSORS_ONLY.get(len(args))
+            if tree is None:
+                tree = _TENSORS_ONLY[len(args)] = flatten((args, kwargs))[1]
+            return list(args), tree
+    return flatten((args, kwargs))
+
+
 def _walk(x, leaves):
     # (module-level, not a closure: a recursive closure is a reference cycle that would
     # keep the traced tensors alive until the next garbage collection)
@@ -143,8 +161,6 @@ class Specialization:
         self.original = original  # the graph before the passes (for explain)
         self.out_tree = out_tree
         self.grad_guards = trace.grad_guards()
-        self.flag_guards = [(inp.source, inp.source._requires_grad) for inp in graph.inputs
-                            if inp.kind == "data"]
         self.guards = trace.guards
         self.host_calls = trace.host_calls
         self.reason = reason
@@ -156,8 +172,15 @@ class Specialization:
             source = _input_device(inp, args)
             if source is not None and source is not device:
                 self.placed.append((j, source))
-        self.device_guards = [(inp.source, inp.source._device) for inp in graph.inputs
-                              if inp.kind == "data"]
+        # the tensors the graph reads as state: (tensor, shape, dtype, requires_grad, device)
+        # when traced, checked at each call as their arrays are fetched
+        self.state_guards = [(inp.source, inp.value.shape, inp.value.dtype.np,
+                              inp.source._requires_grad, inp.source._device)
+                             for inp in graph.inputs if inp.kind == "data"]
+        # only arguments and state tensors: fetched without the general loop
+        self.plain_inputs = None
+        if all(inp.kind in ("arg", "data") for inp in graph.inputs):
+            self.plain_inputs = [inp.source for inp in graph.inputs]  # (index or tensor)
         self.executor = NumpyExecutor(graph, device=device,
                                       keep_inputs={j for j, _ in self.placed})
         # grads the graph replaces without reading: dropped before it runs (as
@@ -182,13 +205,16 @@ class Specialization:
             now = getter()
             if now != expected:
                 return f"{label} changed: {_short(expected)} -> {_short(now)}"
-        for t, device in self.device_guards:
+        for t, shape, dtype, flag, device in self.state_guards:
             if t._device is not device:
                 return f"a {list(t.shape)} tensor moved from {device} to {t._device}"
-        for t, flag in self.flag_guards:
             if t._requires_grad != flag:
                 return (f"requires_grad of a {list(t.shape)} tensor changed: {flag} -> "
                         f"{t._requires_grad}")
+            data = t._data
+            if data.shape != shape or data.dtype != dtype:
+                return (f"a tensor read as state changed from {dtype}{list(shape)} to "
+                        f"{data.dtype}{list(data.shape)}")
         for target, was_none in self.grad_guards:
             t = resolve(target, args)
             if (t.grad is None) != was_none:
@@ -202,7 +228,11 @@ class Specialization:
             if before:
                 fn()
         device = self.device
-        inputs = fetch_inputs(self.graph, args, self.executor.xp)
+        if self.plain_inputs is not None:  # (state tensors checked by check_grads)
+            inputs = [args[src]._data if src.__class__ is int else src._data
+                      for src in self.plain_inputs]
+        else:
+            inputs = fetch_inputs(self.graph, args, self.executor.xp)
         for j, source in self.placed:
             inputs[j] = place(inputs[j], source, device)
         for target in self.clear_first:
@@ -241,21 +271,24 @@ class CompiledFunction:
     def _key(self, leaves, tree):
         if self._modules is None:
             self._modules = _modules_reached(self.fn)
-        ids = [id(t) for t in leaves]
-        # which arguments are the same tensor (the graph reads a repeated one once)
-        aliases = tuple(ids.index(i) for i in ids) if len(set(ids)) < len(ids) else None
+        aliases = None
+        if len(leaves) > 1:
+            ids = [id(t) for t in leaves]
+            # which arguments are the same tensor (the graph reads a repeated one once)
+            if len(set(ids)) < len(ids):
+                aliases = tuple(ids.index(i) for i in ids)
         return ((tree, aliases),
-                tuple((t._data.shape, t._dtype, t._requires_grad, t.grad is None, t._device)
-                      for t in leaves),
+                tuple([(t._data.shape, t._dtype, t._requires_grad, t.grad is None, t._device)
+                       for t in leaves]),
                 grad_mode._state.enabled, dtypes.get_default_dtype(),
                 registry._autocast.key,
-                tuple((m.training, m.__dict__.get("_structure_version", 0))
-                      for m in self._modules))
+                tuple([(m.training, m.__dict__.get("_structure_version", 0))
+                       for m in self._modules]))
 
     def __call__(self, *args, **kwargs):
         if registry._trace is not None:  # called inside another trace: trace inline
             return self.fn(*args, **kwargs)
-        leaves, tree = flatten((args, kwargs))
+        leaves, tree = _flatten_call(args, kwargs)
         key = self._key(leaves, tree)
         spec = self.cache.get(key)
         reason = None

@@ -92,6 +92,7 @@ class NumpyExecutor:
             self.program[i] = self.program[i][:6] + ((copies, direct),)
         self.grad_slots = [None if v is None else slot(v) for v in graph.grad_outputs]
         self.n_slots = len(slots)
+        self.inputs_first = self.input_slots == list(range(len(self.input_slots)))
 
     def run(self, inputs: list) -> tuple[list, list, list]:
         """(output arrays, update arrays, gradient arrays) for the input arrays."""
@@ -101,9 +102,12 @@ class NumpyExecutor:
         return self._run(inputs)
 
     def _run(self, inputs: list) -> tuple[list, list, list]:
-        env = [None] * self.n_slots
-        for s, a in zip(self.input_slots, inputs):
-            env[s] = a
+        if self.inputs_first:  # (the usual numbering: the inputs take the first slots)
+            env = inputs + [None] * (self.n_slots - len(inputs))
+        else:
+            env = [None] * self.n_slots
+            for s, a in zip(self.input_slots, inputs):
+                env[s] = a
         for s, a in self.constants:
             env[s] = a
         xp = self.xp
@@ -277,6 +281,8 @@ def apply_updates(graph: Graph, args: list, arrays: list, inputs: list,
                   device=CPU) -> None:
     """Write the update values (arrays of ``device``) into their tensors (data in
     place, grads as new tensors that own their memory)."""
+    if not graph.updates:
+        return
     fed = {id(a) for a in inputs}
     seen = set()
     for u, arr in zip(graph.updates, arrays):

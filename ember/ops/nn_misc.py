@@ -45,6 +45,8 @@ def _require_tensor(name, arg, value):
 def _operand(xp, a):
     """``a`` as a product's operand: half precision widened to float32, unless the array
     module multiplies it natively (cuBLAS on tensor cores)."""
+    if a.dtype.itemsize != 2:
+        return a
     return a if native_half_matmul(xp) else _upcast(a)
 
 
