@@ -28,6 +28,7 @@ from .. import dtypes as dt
 from ..errors import EmberError, EmberTypeError, ShapeError
 from ..tensor import Tensor
 from ._xp import as_strided, gemm
+from .conv_grad_kernels import conv2d_input_grad, conv2d_weight_grad
 from .conv_kernels import col2im_2d, conv2d_forward
 from .registry import AbstractValue, apply, autocast_inputs, register
 from .shape import squeeze, unsqueeze
@@ -257,6 +258,13 @@ def _conv_forward(xp, x, w, *bias, stride, padding, dilation, groups, out_size):
 
 
 def _conv_transpose_forward(xp, g, w, *bias, stride, padding, dilation, groups, out_size):
+    if xp is np and groups == 1 and len(out_size) == 2:  # one C loop (conv_grad_kernels.py)
+        dx = conv2d_input_grad(g, w, out_size, stride, tuple(lo for lo, _ in padding),
+                               dilation)
+        if dx is not None:
+            if bias:
+                dx += bias[0].astype(dx.dtype, copy=False).reshape(-1, 1, 1)
+            return dx
     c = w.shape[1] * groups
     geo = geometry(g.shape[0], c, w.shape[0], groups, out_size, w.shape[2:], stride,
                    dilation, padding, g.shape[2:])
@@ -275,6 +283,11 @@ def _conv_transpose_forward(xp, g, w, *bias, stride, padding, dilation, groups, 
 
 
 def _conv_weight_grad_forward(xp, x, g, *, stride, padding, dilation, groups, kernel_size):
+    if xp is np and groups == 1 and len(kernel_size) == 2:  # (conv_grad_kernels.py)
+        dw = conv2d_weight_grad(x, g, kernel_size, stride, tuple(lo for lo, _ in padding),
+                                dilation)
+        if dw is not None:
+            return dw
     geo = geometry(x.shape[0], x.shape[1], g.shape[1], groups, x.shape[2:], kernel_size,
                    stride, dilation, padding, g.shape[2:])
     work = compute_dtype(x)

@@ -1,5 +1,6 @@
 """``conv2d_fused``: a 2-D convolution with the ReLU and max pooling that follow it, as
-one op that ``ember.jit`` puts in place of the three
+one op that ``ember.jit`` puts in place of the three (``conv2d_fused_indexed``: with a
+pooling that also gives its indices, in training)
 (:mod:`ember.compiler.passes.epilogues`); it is never recorded by user code and has
 no gradient (the pass runs after the backward is built).
 
@@ -14,7 +15,7 @@ import numpy as np
 
 from .conv import _conv_forward
 from .conv_kernels import conv2d_forward
-from .pooling import _max_pool_values_forward
+from .pooling import _max_pool_forward, _max_pool_values_forward
 from .registry import register
 
 
@@ -36,6 +37,25 @@ def _forward(xp, x, w, *bias, stride, padding, dilation, out_size, relu, pool):
     return y
 
 
-CONV2D_FUSED = register("conv2d_fused", _forward)
+def _indexed_forward(xp, x, w, *bias, stride, padding, dilation, out_size, relu, pool):
+    """As :func:`_forward` with a max pooling that keeps its winners' positions:
+    ``(values, indices)``, as ``max_pool`` gives them (in training, its backward reads
+    them)."""
+    kernel, step, pooled = pool
+    if xp is np:
+        done = conv2d_forward(x, w, bias[0] if bias else None, stride,
+                              tuple(lo for lo, _ in padding), dilation, out_size, relu,
+                              (kernel, step), indices=True)
+        if done is not None:
+            return done
+    y = _conv_forward(xp, x, w, *bias, stride=stride, padding=padding, dilation=dilation,
+                      groups=1, out_size=out_size)
+    if relu:
+        y = xp.maximum(y, 0).astype(y.dtype, copy=False)
+    return _max_pool_forward(xp, y, kernel, step, (1, 1), (0, 0), pooled, False)
 
-__all__ = ["CONV2D_FUSED"]
+
+CONV2D_FUSED = register("conv2d_fused", _forward)
+CONV2D_FUSED_INDEXED = register("conv2d_fused_indexed", _indexed_forward, n_outputs=2)
+
+__all__ = ["CONV2D_FUSED", "CONV2D_FUSED_INDEXED"]

@@ -31,9 +31,13 @@ import threading
 
 import numpy as np
 
+from ..backends import cpu_blas
 from .c_loops import CLoop
 
-_FORWARD_SOURCE = r"""
+# Shared by the forward and the gradients (conv_grad_kernels.py): the BLAS entry point's
+# types, the parameters, a GEMM call, and one image's columns (im2col) and their adjoint.
+COMMON = r"""
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 #include <omp.h>
@@ -42,19 +46,32 @@ typedef void (*gemm_l)(int, int, int, int64_t, int64_t, int64_t, REAL, const REA
 typedef void (*gemm_i)(int, int, int, int32_t, int32_t, int32_t, REAL, const REAL *, int32_t,
                        const REAL *, int32_t, REAL, REAL *, int32_t);
 
+/* x: the convolution's input (N, C, H, W); out (N, O, OH, OW) its output */
 typedef struct {
     int64_t gemm, wide, N, C, H, W, O, KH, KW, SH, SW, PH, PW, DH, DW, OH, OW;
-    int64_t x, w, bias, out, work, relu, PKH, PKW, PSH, PSW, POH, POW;
+    int64_t x, w, bias, out, work, relu, PKH, PKW, PSH, PSW, POH, POW, index;
 } conv_t;
 
 static void gemm(const conv_t *q, int ta, int tb, int64_t m, int64_t n, int64_t k,
-                 const REAL *a, int64_t lda, const REAL *b, int64_t ldb, REAL *c, int64_t ldc)
-{   /* c (m x n) = op(a) @ op(b), row-major; op transposes where ta/tb is 112 */
+                 const REAL *a, int64_t lda, const REAL *b, int64_t ldb, REAL beta, REAL *c,
+                 int64_t ldc)
+{   /* c (m x n) = op(a) @ op(b) + beta * c, row-major; op transposes where ta/tb is 112 */
     if (q->wide)
-        ((gemm_l)q->gemm)(101, ta, tb, m, n, k, (REAL)1, a, lda, b, ldb, (REAL)0, c, ldc);
+        ((gemm_l)q->gemm)(101, ta, tb, m, n, k, (REAL)1, a, lda, b, ldb, beta, c, ldc);
     else
         ((gemm_i)q->gemm)(101, ta, tb, (int32_t)m, (int32_t)n, (int32_t)k, (REAL)1, a,
-                          (int32_t)lda, b, (int32_t)ldb, (REAL)0, c, (int32_t)ldc);
+                          (int32_t)lda, b, (int32_t)ldb, beta, c, (int32_t)ldc);
+}
+
+/* the output columns [*lo, *hi) whose input column ow * SW + dw lies in [0, W) */
+static void span(const conv_t *q, int64_t dw, int64_t *lo, int64_t *hi)
+{
+    int64_t a = dw >= 0 ? 0 : (-dw + q->SW - 1) / q->SW;
+    int64_t b = q->W - dw <= 0 ? 0 : (q->W - dw + q->SW - 1) / q->SW;
+    if (b > q->OW) b = q->OW;
+    if (a > b) a = b;
+    *lo = a;
+    *hi = b;
 }
 
 /* rows [r0, r1) of the columns of one image: row (c, kh, kw), column (oh, ow) */
@@ -66,11 +83,8 @@ static void im2col(const conv_t *q, const REAL *x, REAL *cols, int64_t r0, int64
         const REAL *plane = x + c * q->H * q->W;
         REAL *row = cols + r * L;
         const int64_t dw = kw * q->DW - q->PW;
-        /* columns ow with 0 <= ow * SW + dw < W */
-        int64_t lo = dw >= 0 ? 0 : (-dw + q->SW - 1) / q->SW;
-        int64_t hi = q->W - dw <= 0 ? 0 : (q->W - dw + q->SW - 1) / q->SW;
-        if (hi > OW) hi = OW;
-        if (lo > hi) lo = hi;
+        int64_t lo, hi;
+        span(q, dw, &lo, &hi);
         for (int64_t oh = 0; oh < q->OH; oh++) {
             const int64_t ih = oh * q->SH + kh * q->DH - q->PH;
             REAL *o = row + oh * OW;
@@ -81,7 +95,8 @@ static void im2col(const conv_t *q, const REAL *x, REAL *cols, int64_t r0, int64
             const REAL *in = plane + ih * q->W + dw;
             for (int64_t ow = 0; ow < lo; ow++) o[ow] = 0;
             if (q->SW == 1) {
-                memcpy(o + lo, in + lo, (size_t)(hi - lo) * sizeof(REAL));
+                #pragma omp simd
+                for (int64_t ow = lo; ow < hi; ow++) o[ow] = in[ow];
             } else {
                 for (int64_t ow = lo; ow < hi; ow++) o[ow] = in[ow * q->SW];
             }
@@ -90,6 +105,36 @@ static void im2col(const conv_t *q, const REAL *x, REAL *cols, int64_t r0, int64
     }
 }
 
+/* the adjoint of im2col for one image: each column entry added into the input position
+   it was read from (dx zeroed by the caller), tap by tap in row-major order */
+static void col2im(const conv_t *q, const REAL *cols, REAL *dx)
+{
+    const int64_t KHW = q->KH * q->KW, L = q->OH * q->OW, OW = q->OW;
+    for (int64_t r = 0; r < q->C * KHW; r++) {
+        const int64_t c = r / KHW, kh = r % KHW / q->KW, kw = r % q->KW;
+        REAL *plane = dx + c * q->H * q->W;
+        const REAL *row = cols + r * L;
+        const int64_t dw = kw * q->DW - q->PW;
+        int64_t lo, hi;
+        span(q, dw, &lo, &hi);
+        for (int64_t oh = 0; oh < q->OH; oh++) {
+            const int64_t ih = oh * q->SH + kh * q->DH - q->PH;
+            if (ih < 0 || ih >= q->H)
+                continue;
+            REAL *o = plane + ih * q->W + dw;
+            const REAL *s = row + oh * OW;
+            if (q->SW == 1) {
+                #pragma omp simd
+                for (int64_t ow = lo; ow < hi; ow++) o[ow] += s[ow];
+            } else {
+                for (int64_t ow = lo; ow < hi; ow++) o[ow * q->SW] += s[ow];
+            }
+        }
+    }
+}
+"""
+
+_FORWARD_SOURCE = r"""
 /* channels [o0, o1) of one image's output y (O x OH*OW): + bias, relu */
 static void finish(const conv_t *q, REAL *y, int64_t o0, int64_t o1)
 {
@@ -109,32 +154,70 @@ static void finish(const conv_t *q, REAL *y, int64_t o0, int64_t o1)
 }
 
 /* channels [o0, o1) of one image's result yt, channels last (OH*OW x O): max over each
-   pooling window, + bias, relu, into out (O x POH*POW). Max commutes with both (they
-   are monotone), so they apply to the pooled values only. NaN wins a window, as in the
-   unfused pooling. Each window's max runs across the channels (one vector of them). */
-static void pool(const conv_t *q, const REAL *yt, REAL *out, REAL *m, int64_t o0, int64_t o1)
+   pooling window, + bias, relu, into out (O x POH*POW). Each window's max runs across the
+   channels (one vector of them). NaN wins a window, as in the unfused pooling.
+   Without indices, bias and relu apply to the pooled values only: max commutes with
+   both (they are monotone). With indices (index: the image's (O x POH*POW) plane of
+   flat positions in OH*OW), every value gets its bias and relu first, so that the
+   first of equal values wins as in the unfused pooling. */
+static void pool(const conv_t *q, const REAL *restrict yt, REAL *restrict out,
+                 int64_t *restrict index, REAL *restrict m, REAL *restrict at,
+                 int64_t o0, int64_t o1)
 {
     const REAL *bias = (const REAL *)q->bias;
-    const int64_t O = q->O, PL = q->POH * q->POW;
+    const int64_t O = q->O, PL = q->POH * q->POW, OW = q->OW;
+    const int relu = (int)q->relu;
+    const REAL floor = relu ? (REAL)0 : -(REAL)INFINITY;  /* (bias: never NULL here) */
     for (int64_t ph = 0; ph < q->POH; ph++)
         for (int64_t pw = 0; pw < q->POW; pw++) {
-            const REAL *first = yt + (ph * q->PSH * q->OW + pw * q->PSW) * O;
+            const int64_t base = ph * q->PSH * OW + pw * q->PSW;
+            const REAL *first = yt + base * O;
+            REAL *dst = out + ph * q->POW + pw;
+            if (!index) {
+                #pragma omp simd
+                for (int64_t o = o0; o < o1; o++)
+                    m[o] = first[o];
+                for (int64_t i = 0; i < q->PKH; i++)
+                    for (int64_t j = i ? 0 : 1; j < q->PKW; j++) {
+                        const REAL *tap = first + (i * OW + j) * O;
+                        #pragma omp simd
+                        for (int64_t o = o0; o < o1; o++) {
+                            const REAL v = tap[o];
+                            m[o] = (v > m[o]) | (v != v) ? v : m[o];
+                        }
+                    }
+                for (int64_t o = o0; o < o1; o++) {
+                    const REAL v = m[o] + (bias ? bias[o] : (REAL)0);
+                    dst[o * PL] = relu && v < 0 ? 0 : v;
+                }
+                continue;
+            }
+            /* the winner's tap number (row-major in the window), in REAL: the same
+               vector width as the values; floor: 0 with relu (NaN stays NaN) */
             #pragma omp simd
-            for (int64_t o = o0; o < o1; o++)
-                m[o] = first[o];
+            for (int64_t o = o0; o < o1; o++) {
+                const REAL v = first[o] + bias[o];
+                m[o] = v < floor ? floor : v;
+                at[o] = 0;
+            }
             for (int64_t i = 0; i < q->PKH; i++)
                 for (int64_t j = i ? 0 : 1; j < q->PKW; j++) {
-                    const REAL *tap = first + (i * q->OW + j) * O;
+                    const REAL *restrict tap = first + (i * OW + j) * O;
+                    const REAL number = (REAL)(i * q->PKW + j);
                     #pragma omp simd
                     for (int64_t o = o0; o < o1; o++) {
-                        const REAL v = tap[o];
-                        m[o] = (v > m[o]) | (v != v) ? v : m[o];
+                        REAL v = tap[o] + bias[o];
+                        v = v < floor ? floor : v;
+                        const int take = (v > m[o]) | (v != v);
+                        m[o] = take ? v : m[o];
+                        at[o] = take ? number : at[o];
                     }
                 }
-            REAL *dst = out + ph * q->POW + pw;
+            int64_t *idst = index + ph * q->POW + pw;
             for (int64_t o = o0; o < o1; o++) {
-                const REAL v = m[o] + (bias ? bias[o] : (REAL)0);
-                dst[o * PL] = q->relu && v < 0 ? 0 : v;
+                const int64_t k = (int64_t)at[o];
+                dst[o * PL] = m[o];
+                idst[o * PL] = base + k / q->PKW * OW + k % q->PKW;
             }
         }
 }
@@ -150,8 +233,8 @@ void ember_kernel(const int64_t *p)
     const int direct = q->KH == 1 && q->KW == 1 && q->SH == 1 && q->SW == 1 && !q->PH &&
                        !q->PW;
     /* per image: the columns (K x L), and where it is pooled, the result channels last
-       (L x O) and one window's maxima (O) */
-    const int64_t cols_len = direct ? 0 : K * L, y_len = q->PKH ? L * O + O : 0;
+       (L x O), one window's maxima (O) and their tap numbers (O) */
+    const int64_t cols_len = direct ? 0 : K * L, y_len = q->PKH ? L * O + 2 * O : 0;
     const REAL *x = (const REAL *)q->x, *w = (const REAL *)q->w;
     REAL *out = (REAL *)q->out, *work = (REAL *)q->work;
     #pragma omp parallel num_threads(threads) if (threads > 1)
@@ -171,10 +254,11 @@ void ember_kernel(const int64_t *p)
                 }
             }
             if (o1 > o0 && q->PKH) {   /* yt[:, o0:o1] = cols^T @ w[o0:o1]^T, pooled */
-                gemm(q, 112, 112, L, o1 - o0, K, c, L, w + o0 * K, K, yt + o0, O);
-                pool(q, yt, o, yt + L * O, o0, o1);
+                gemm(q, 112, 112, L, o1 - o0, K, c, L, w + o0 * K, K, 0, yt + o0, O);
+                pool(q, yt, o, q->index ? (int64_t *)q->index + n * out_plane : 0,
+                     yt + L * O, yt + L * O + O, o0, o1);
             } else if (o1 > o0) {     /* o[o0:o1] = w[o0:o1] @ cols */
-                gemm(q, 111, 111, o1 - o0, L, K, w + o0 * K, K, c, L, o + o0 * L, L);
+                gemm(q, 111, 111, o1 - o0, L, K, w + o0 * K, K, c, L, 0, o + o0 * L, L);
                 finish(q, o, o0, o1);
             }
             if (shared) {
@@ -227,7 +311,7 @@ void ember_kernel(const int64_t *p)
 """
 
 LOOP = CLoop("col2im", _SOURCE)
-FORWARD = CLoop("conv2d_forward", _FORWARD_SOURCE)
+FORWARD = CLoop("conv2d_forward", _FORWARD_SOURCE, COMMON)
 
 
 def col2im_2d(cols, buf, geo) -> bool:
@@ -268,7 +352,8 @@ _MIN_PARALLEL_FLOPS = 1 << 21
 _work = threading.local()  # each Python thread's column buffers, grown as needed
 
 
-def _buffer(dtype, size):
+def buffer(dtype, size):
+    """This Python thread's scratch array of ``dtype`` with at least ``size`` elements."""
     key = np.dtype(dtype).char
     buf = getattr(_work, key, None)
     if buf is None or buf.size < size:
@@ -278,13 +363,13 @@ def _buffer(dtype, size):
 
 
 def conv2d_forward(x, w, bias, stride, padding, dilation, out_size, relu=False,
-                   pool=None):
+                   pool=None, indices=False):
     """The 2-D convolution of ``x`` ``(N, C, H, W)`` with ``w`` ``(O, C, KH, KW)`` (one
     group), plus ``bias`` ``(O,)`` or None; ``padding`` the low pads ``(PH, PW)`` (the
     high ones follow from ``out_size``). ``relu``: then ReLU; ``pool``: then max pooling
-    ``(kernel, stride)`` pairs without padding or dilation. None where this path does not
-    apply."""
-    from ..backends import cpu_blas
+    ``(kernel, stride)`` pairs without padding or dilation, and with ``indices``, the
+    winners' flat positions in each plane too (``(values, indices)``, as ``max_pool``).
+    None where this path does not apply."""
     if x.__class__ is not np.ndarray or w.__class__ is not np.ndarray or \
             x.dtype != w.dtype or x.ndim != 4 or w.ndim != 4 or x.shape[1] != w.shape[1] or \
             (bias is not None and (bias.__class__ is not np.ndarray or bias.dtype != x.dtype
@@ -311,14 +396,19 @@ def conv2d_forward(x, w, bias, stride, padding, dilation, out_size, relu=False,
     if flops < _MIN_PARALLEL_FLOPS:
         threads = 1
     direct = kh == kw == 1 and stride == (1, 1) and padding == (0, 0)
-    per_image = (0 if direct else c * kh * kw * oh * ow) + (oh * ow * o + o if pool else 0)
-    work = _buffer(x.dtype, per_image * (threads if n >= threads else 1))
+    per_image = (0 if direct else c * kh * kw * oh * ow) + (oh * ow * o + 2 * o if pool else 0)
+    work = buffer(x.dtype, per_image * (threads if n >= threads else 1))
     out = np.empty((n, o) + (pout if pool else out_size), x.dtype)
+    index = None
+    if pool and indices:
+        index = np.empty(out.shape, np.int64)
+        if bias is None:  # (the loop adds a bias to every value before comparing)
+            bias = np.zeros(o, x.dtype)
     sgemm, dgemm, wide = blas
     params = np.array([threads, sgemm if x.dtype == np.float32 else dgemm, wide, n, c, h, wd,
                        o, kh, kw, *stride, *padding, *dilation, oh, ow, x.ctypes.data,
                        w.ctypes.data, 0 if bias is None else bias.ctypes.data,
-                       out.ctypes.data, work.ctypes.data, int(relu), *pk, *ps, *pout],
-                      dtype=np.int64)
+                       out.ctypes.data, work.ctypes.data, int(relu), *pk, *ps, *pout,
+                       0 if index is None else index.ctypes.data], dtype=np.int64)
     kernel(params.ctypes.data)
-    return out
+    return out if index is None else (out, index)

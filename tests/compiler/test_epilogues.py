@@ -9,8 +9,8 @@ import pytest
 import ember
 from ember import nn
 from ember.compiler.ir import Graph
-from ember.compiler.passes.epilogues import fuse_epilogues
-from tests.compiler.test_passes import arg, emit, ops_of, run
+from ember.compiler.passes.epilogues import fuse_epilogues, pool_relu_masks
+from tests.compiler.test_passes import arg, const, emit, ops_of, run
 
 CONV = dict(stride=(1, 1), padding=((0, 0), (0, 0)), dilation=(1, 1), groups=1,
             out_size=(6, 6))
@@ -87,7 +87,7 @@ def test_jit_inference_fuses_and_matches_eager(dtype, tol):
         assert ops_of(compiled.graph()).count("conv2d_fused") == 2
 
 
-def test_jit_training_keeps_pooling_indices_and_gradients():
+def test_jit_training_fuses_the_indexed_pooling_and_gives_eager_gradients():
     ember.manual_seed(0)
     model = _net().to(ember.float64)
     x = ember.randn(4, 2, 12, 12, dtype=ember.float64)
@@ -101,11 +101,41 @@ def test_jit_training_keeps_pooling_indices_and_gradients():
         return loss
     compiled = ember.jit(step)
     compiled(x)
-    if ember.compiler.codegen.backend_name() == "c":  # conv + relu only: the pooling's
-        ops = ops_of(compiled.graph())                 # indices read their result
-        assert ops.count("conv2d_fused") == 2 and ops.count("max_pool") == 2
+    if ember.compiler.codegen.backend_name() == "c":  # the relu masks moved below the
+        ops = ops_of(compiled.graph())                 # poolings: nothing else reads the
+        assert ops.count("conv2d_fused_indexed") == 2  # relus' results
+        assert "max_pool" not in ops and "relu" not in ops
     for p, g in zip(model.parameters(), want):
         np.testing.assert_allclose(p.grad.numpy(), g, rtol=1e-10, atol=1e-12)
+
+
+def _masked_pool_backward(mask_side=1, zero=0.0):
+    g = Graph()
+    r, gp = arg(g, (2, 3, 4, 4)), arg(g, (2, 3, 2, 2))
+    vals, idx = emit(g, "max_pool", r, **dict(POOL, out_size=(2, 2)))
+    back = emit(g, "max_pool_backward", gp, idx, size=(4, 4), overlaps=False)
+    z = const(g, np.float32(zero))
+    mask = emit(g, "cast", emit(g, "gt", r, z), dtype=ember.float32)
+    out = emit(g, "mul", *((back, mask) if mask_side else (mask, back)))
+    g.outputs += [vals, out]
+    return g
+
+
+@pytest.mark.parametrize("mask_side", [0, 1])
+def test_pool_relu_masks_moves_the_mask_below_the_scatter(mask_side):
+    rng = np.random.default_rng(2)
+    r = rng.standard_normal((2, 3, 4, 4)).astype(np.float32)
+    r[0, 0] = -1.0                  # a window of ties, all masked
+    r[1, 2, 0, 0] = np.nan          # NaN wins its window, and masks it
+    gp = rng.standard_normal((2, 3, 2, 2)).astype(np.float32)
+    before = run(_masked_pool_backward(mask_side), r, gp)
+    g = pool_relu_masks(_masked_pool_backward(mask_side))
+    assert ops_of(g) == ["max_pool", "gt", "cast", "mul", "max_pool_backward"]
+    assert g.instrs[1].inputs[0] is g.instrs[0].outputs[0]  # the mask of the pooled values
+    after = run(g, r, gp)
+    np.testing.assert_array_equal(after[1], before[1])
+    # a mask against another threshold is not a ReLU's: left alone
+    assert ops_of(pool_relu_masks(_masked_pool_backward(zero=0.5)))[-1] == "mul"
 
 
 def _linear_chain(bias=True, dtype=ember.float32):

@@ -128,3 +128,67 @@ def test_c_conv2d_forward_declines_what_it_does_not_cover():
                             out) is None
     assert K.conv2d_forward(x, w.astype(np.float64), None, st, lo, dil, out) is None
     assert K.conv2d_forward(x, w, b[:-1], st, lo, dil, out) is None
+
+
+# The gradients ----------------------------------------------------------------------------
+from ember.ops import conv_grad_kernels as G  # noqa: E402
+
+
+@pytest.mark.parametrize("case", FORWARD)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_c_conv2d_gradients_match_the_numpy_path(case, dtype, monkeypatch):
+    x, w, _, st, lo, hi, dil, out = _conv_case(case, dtype, bias=False)
+    g = np.random.default_rng(3).standard_normal((x.shape[0], w.shape[0]) + out).astype(dtype)
+    dw = G.conv2d_weight_grad(x, g, w.shape[2:], st, lo, dil)
+    dx = G.conv2d_input_grad(g, w, x.shape[2:], st, lo, dil)
+    if dw is None or dx is None:
+        pytest.skip("no C compiler or OpenBLAS for the gradient kernels")
+    pads = tuple(zip(lo, hi))
+    with monkeypatch.context() as m:
+        m.setattr(C, "conv2d_weight_grad", lambda *a: None)
+        m.setattr(C, "conv2d_input_grad", lambda *a: None)
+        want_dw = C._conv_weight_grad_forward(np, x, g, stride=st, padding=pads, dilation=dil,
+                                              groups=1, kernel_size=w.shape[2:])
+        want_dx = C._conv_transpose_forward(np, g, w, stride=st, padding=pads, dilation=dil,
+                                            groups=1, out_size=x.shape[2:])
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    for got, want in ((dw, want_dw), (dx, want_dx)):
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
+
+
+def test_c_conv2d_weight_grad_sums_runs_of_images_in_a_fixed_order():
+    # 20 images: 8 runs of 2 or 3; the same answer as one run at a time, image by image
+    x, w, _, st, lo, hi, dil, out = _conv_case((20, 3, (9, 9), 4, (3, 3), (1, 1), (1, 1),
+                                                (1, 1), (1, 1)), np.float64, bias=False)
+    g = np.random.default_rng(4).standard_normal((20, 4) + out)
+    dw = G.conv2d_weight_grad(x, g, (3, 3), st, lo, dil)
+    if dw is None:
+        pytest.skip("no C compiler or OpenBLAS for the gradient kernels")
+    parts = [G.conv2d_weight_grad(x[i:i + 1], g[i:i + 1], (3, 3), st, lo, dil)
+             for i in range(20)]
+    np.testing.assert_allclose(dw, np.sum(parts, axis=0), rtol=1e-12, atol=1e-12)
+    assert G.conv2d_weight_grad(x.astype(np.float32), g, (3, 3), st, lo, dil) is None
+
+
+@pytest.mark.parametrize("case", FORWARD[:4])
+@pytest.mark.parametrize("relu", [True, False])
+def test_c_conv2d_indexed_pooling_matches_conv_relu_max_pool(case, relu, monkeypatch):
+    from ember.ops import pooling
+    x, w, b, st, lo, hi, dil, out = _conv_case(case, np.float32)
+    x[0, 0, :3, :3] = np.nan         # NaN windows in image 0
+    w[1] = 0                         # channel 1: the bias alone, ties everywhere
+    got = K.conv2d_forward(x, w, b, st, lo, dil, out, relu=relu, pool=((2, 2), (2, 2)),
+                           indices=True)
+    if got is None:
+        pytest.skip("no C compiler or OpenBLAS for the forward kernel")
+    y = _numpy_conv(x, w, b, st, lo, hi, dil, out, monkeypatch)
+    y = np.maximum(y, 0) if relu else y
+    pooled = tuple((s - 2) // 2 + 1 for s in out)
+    want = pooling._max_pool_forward(np, y, (2, 2), (2, 2), (1, 1), (0, 0), pooled, False)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5 * np.nanmax(np.abs(y)))
+    np.testing.assert_array_equal(np.isnan(got[0]), np.isnan(want[0]))
+    ties = got[1][:, 1]              # the first position of each window wins the ties
+    np.testing.assert_array_equal(ties, want[1][:, 1])
+    same = np.isclose(got[0], want[0], rtol=0, atol=0) | np.isnan(want[0])
+    assert (got[1] == want[1])[same].mean() > 0.99

@@ -1,0 +1,160 @@
+"""The two gradients of a 2-D convolution as C loops, image by image (the NumPy path
+builds the whole batch's columns, then multiplies once).
+
+- :func:`conv2d_weight_grad`: ``dW = sum over images of g[n] @ columns(x[n])^T``. Each
+  image's columns are built in a thread's own buffer (in cache) and multiplied into a
+  partial sum by a one-thread GEMM. The images are split into at most
+  :data:`PARTIALS` fixed runs, one partial each, added in run order at the end: the
+  result does not depend on the number of threads.
+- :func:`conv2d_input_grad`: ``dx[n] = col2im(W^T @ g[n])``: the product for one image
+  lands in a thread's buffer and is added back into that image's input positions at
+  once, tap by tap in row-major order as ``conv.col2im`` does.
+
+Shared C parts (parameters, GEMM call, im2col, col2im) come from
+:data:`ember.ops.conv_kernels.COMMON`; used for float32/float64 NumPy arrays where the
+kernel cache has a C compiler and NumPy's OpenBLAS is found (``backends/cpu_blas``).
+Anywhere else these functions say None and ``conv.py`` takes its NumPy path.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..backends import cpu_blas
+from .c_loops import CLoop
+from .conv_kernels import COMMON, buffer
+
+PARTIALS = 8  # the most partial sums of the weight gradient (runs of images)
+
+_WEIGHT_GRAD = r"""
+/* p = [threads, runs, conv_t...]: x the input, w the output gradient g (N, O, OH, OW),
+   out dW (O, C*KH*KW), work: runs - 1 partials (O x K), then threads column buffers */
+void ember_kernel(const int64_t *p)
+{
+    const int threads = (int)p[0];
+    const int64_t runs = p[1];
+    const conv_t *q = (const conv_t *)(p + 2);
+    const int64_t K = q->C * q->KH * q->KW, L = q->OH * q->OW, O = q->O, N = q->N;
+    const int direct = q->KH == 1 && q->KW == 1 && q->SH == 1 && q->SW == 1 && !q->PH &&
+                       !q->PW;
+    const REAL *x = (const REAL *)q->x, *g = (const REAL *)q->w;
+    REAL *out = (REAL *)q->out, *work = (REAL *)q->work;
+    REAL *partials = work, *all_cols = work + (runs - 1) * O * K;
+    #pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+        REAL *cols = all_cols + (int64_t)omp_get_thread_num() * (direct ? 0 : K * L);
+        #pragma omp for schedule(static)
+        for (int64_t run = 0; run < runs; run++) {
+            REAL *part = run ? partials + (run - 1) * O * K : out;
+            for (int64_t n = N * run / runs; n < N * (run + 1) / runs; n++) {
+                const REAL *img = x + n * q->C * q->H * q->W;
+                if (!direct)
+                    im2col(q, img, cols, 0, K);
+                gemm(q, 111, 112, O, K, L, g + n * O * L, L, direct ? img : cols, L,
+                     n == N * run / runs ? 0 : 1, part, K);
+            }
+        }
+        if (runs > 1) {
+            #pragma omp for schedule(static)
+            for (int64_t i = 0; i < O * K; i++) {
+                REAL s = out[i];
+                for (int64_t r = 1; r < runs; r++)
+                    s += partials[(r - 1) * O * K + i];
+                out[i] = s;
+            }
+        }
+    }
+}
+"""
+
+_INPUT_GRAD = r"""
+/* p = [threads, conv_t...]: w the weight (O, C*KH*KW), x the output gradient g
+   (N, O, OH, OW), out dx (N, C, H, W) zeroed, work: threads column buffers (K x L) */
+void ember_kernel(const int64_t *p)
+{
+    const int threads = (int)p[0];
+    const conv_t *q = (const conv_t *)(p + 1);
+    const int64_t K = q->C * q->KH * q->KW, L = q->OH * q->OW, O = q->O;
+    const REAL *g = (const REAL *)q->x, *w = (const REAL *)q->w;
+    REAL *dx = (REAL *)q->out, *work = (REAL *)q->work;
+    #pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+        REAL *cols = work + (int64_t)omp_get_thread_num() * K * L;
+        #pragma omp for schedule(static)
+        for (int64_t n = 0; n < q->N; n++) {
+            gemm(q, 112, 111, K, L, O, w, K, g + n * O * L, L, 0, cols, L);
+            col2im(q, cols, dx + n * q->C * q->H * q->W);
+        }
+    }
+}
+"""
+
+WEIGHT_GRAD = CLoop("conv2d_weight_grad", _WEIGHT_GRAD, COMMON)
+INPUT_GRAD = CLoop("conv2d_input_grad", _INPUT_GRAD, COMMON)
+_MIN_PARALLEL_FLOPS = 1 << 21
+
+
+def _setup(loop, arrays, dtype):
+    """(kernel, threads, (sgemm, dgemm, 64-bit ints)) or None where the loop does not
+    apply to these arrays."""
+    if any(a.__class__ is not np.ndarray or a.dtype != dtype or a.ndim != 4
+           for a in arrays) or dtype not in (np.float32, np.float64) or \
+            any(0 in a.shape for a in arrays):
+        return None
+    found = loop.get(dtype)
+    blas = cpu_blas.entry_points() if found is not None else None
+    return None if blas is None else found + (blas,)
+
+
+def _params(head, blas, dtype, x, w, out, work, n, c, hw, o, kernel, stride, padding,
+            dilation, out_size):
+    sgemm, dgemm, wide = blas
+    return np.array(head + [sgemm if dtype == np.float32 else dgemm, wide, n, c, *hw, o,
+                            *kernel, *stride, *padding, *dilation, *out_size,
+                            x.ctypes.data, w.ctypes.data, 0, out.ctypes.data,
+                            work.ctypes.data, 0, 0, 0, 0, 0, 0, 0, 0], dtype=np.int64)
+
+
+def conv2d_weight_grad(x, g, kernel_size, stride, padding, dilation):
+    """The gradient of a 2-D convolution (one group) with respect to its weight: ``x``
+    ``(N, C, H, W)``, ``g`` ``(N, O, OH, OW)``, ``padding`` the low pads; ``(O, C, KH,
+    KW)``, or None where this path does not apply."""
+    found = _setup(WEIGHT_GRAD, (x, g), x.dtype)
+    if found is None or x.shape[0] != g.shape[0]:
+        return None
+    kernel, threads, blas = found
+    x, g = np.ascontiguousarray(x), np.ascontiguousarray(g)
+    n, c = x.shape[:2]
+    o = g.shape[1]
+    k = c * kernel_size[0] * kernel_size[1]
+    length = g.shape[2] * g.shape[3]
+    if 2 * n * o * k * length < _MIN_PARALLEL_FLOPS:
+        threads = 1
+    runs = min(n, PARTIALS)
+    direct = kernel_size == (1, 1) and stride == (1, 1) and padding == (0, 0)
+    work = buffer(x.dtype, (runs - 1) * o * k + (0 if direct else threads * k * length))
+    out = np.empty((o, c) + tuple(kernel_size), x.dtype)
+    kernel(_params([threads, runs], blas, x.dtype, x, g, out, work, n, c, x.shape[2:], o,
+                   kernel_size, stride, padding, dilation, g.shape[2:]).ctypes.data)
+    return out
+
+
+def conv2d_input_grad(g, w, size, stride, padding, dilation):
+    """The gradient of a 2-D convolution (one group) with respect to its input of
+    spatial ``size``: ``g`` ``(N, O, OH, OW)``, ``w`` ``(O, C, KH, KW)``, ``padding``
+    the low pads; ``(N, C, *size)``, or None where this path does not apply."""
+    found = _setup(INPUT_GRAD, (g, w), g.dtype)
+    if found is None or g.shape[1] != w.shape[0]:
+        return None
+    kernel, threads, blas = found
+    g, w = np.ascontiguousarray(g), np.ascontiguousarray(w)
+    n, o = g.shape[:2]
+    c = w.shape[1]
+    length = g.shape[2] * g.shape[3]
+    k = c * w.shape[2] * w.shape[3]
+    if 2 * n * o * k * length < _MIN_PARALLEL_FLOPS:
+        threads = 1
+    work = buffer(g.dtype, threads * k * length)
+    out = np.zeros((n, c) + tuple(size), g.dtype)
+    kernel(_params([threads], blas, g.dtype, g, w, out, work, n, c, size, o, w.shape[2:],
+                   stride, padding, dilation, g.shape[2:]).ctypes.data)
+    return out
