@@ -192,8 +192,9 @@ static void pool(const conv_t *q, const REAL *restrict yt, REAL *restrict out,
                 }
                 continue;
             }
-            /* the winner's tap number (row-major in the window), in REAL: the same
-               vector width as the values; floor: 0 with relu (NaN stays NaN) */
+            /* the winner's offset from the window's first position, in REAL (exact: a
+               plane holds fewer than 2^24 values): the same vector width as the values;
+               floor: 0 with relu (NaN stays NaN) */
             #pragma omp simd
             for (int64_t o = o0; o < o1; o++) {
                 const REAL v = first[o] + bias[o];
@@ -203,7 +204,7 @@ static void pool(const conv_t *q, const REAL *restrict yt, REAL *restrict out,
             for (int64_t i = 0; i < q->PKH; i++)
                 for (int64_t j = i ? 0 : 1; j < q->PKW; j++) {
                     const REAL *restrict tap = first + (i * OW + j) * O;
-                    const REAL number = (REAL)(i * q->PKW + j);
+                    const REAL number = (REAL)(i * OW + j);
                     #pragma omp simd
                     for (int64_t o = o0; o < o1; o++) {
                         REAL v = tap[o] + bias[o];
@@ -215,9 +216,8 @@ static void pool(const conv_t *q, const REAL *restrict yt, REAL *restrict out,
                 }
             int64_t *idst = index + ph * q->POW + pw;
             for (int64_t o = o0; o < o1; o++) {
-                const int64_t k = (int64_t)at[o];
                 dst[o * PL] = m[o];
-                idst[o * PL] = base + k / q->PKW * OW + k % q->PKW;
+                idst[o * PL] = base + (int64_t)at[o];
             }
         }
 }
@@ -233,7 +233,7 @@ void ember_kernel(const int64_t *p)
     const int direct = q->KH == 1 && q->KW == 1 && q->SH == 1 && q->SW == 1 && !q->PH &&
                        !q->PW;
     /* per image: the columns (K x L), and where it is pooled, the result channels last
-       (L x O), one window's maxima (O) and their tap numbers (O) */
+       (L x O), one window's maxima (O) and their offsets (O) */
     const int64_t cols_len = direct ? 0 : K * L, y_len = q->PKH ? L * O + 2 * O : 0;
     const REAL *x = (const REAL *)q->x, *w = (const REAL *)q->w;
     REAL *out = (REAL *)q->out, *work = (REAL *)q->work;
@@ -401,6 +401,8 @@ def conv2d_forward(x, w, bias, stride, padding, dilation, out_size, relu=False,
     out = np.empty((n, o) + (pout if pool else out_size), x.dtype)
     index = None
     if pool and indices:
+        if oh * ow >= 1 << 24:  # (the loop keeps offsets in the plane as REAL values)
+            return None
         index = np.empty(out.shape, np.int64)
         if bias is None:  # (the loop adds a bias to every value before comparing)
             bias = np.zeros(o, x.dtype)
