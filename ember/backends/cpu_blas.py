@@ -23,8 +23,11 @@ import ctypes
 import glob
 import math
 import os
+import threading
 
 import numpy as np
+
+from .addresses import address
 
 # Smaller products run on one thread (splitting costs more than it saves there), unless
 # their operands are large: a matrix-vector product (a Linear layer at batch 1) is
@@ -36,6 +39,7 @@ _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 _np_matmul = np.matmul
 _pid = os.getpid()
 _state: dict = {}
+_local = threading.local()  # each Python thread's plans (their params are written per call)
 
 # The driver: p = [gemm, int64 ints?, item size, threads, batch, M, N, K,
 #                  A, lda, A batch stride, A transposed, B, ldb, B stride, B transposed,
@@ -271,48 +275,71 @@ def matmul(a, b, bias=None, relu=False):
 
 def _product(a, b, bias, relu):
     """The driver's product (with its epilogue), or ``(np.matmul(a, b),)``."""
-    driver = _driver()  # (first: with the driver off, nothing else is looked at)
-    if driver is None or a.__class__ is not np.ndarray or b.__class__ is not np.ndarray or \
-            a.dtype is not b.dtype or (a.dtype != _F32 and a.dtype != _F64) or \
-            a.ndim < 2 or (b.ndim != 2 and b.ndim != a.ndim):
+    if a.__class__ is not np.ndarray or b.__class__ is not np.ndarray or \
+            (bias is not None and bias.__class__ is not np.ndarray):
         return (_np_matmul(a, b),)
+    key = (a.shape, a.strides, b.shape, b.strides, a.dtype, b.dtype,
+           None if bias is None else (bias.shape, bias.strides, bias.dtype), relu)
+    plans = getattr(_local, "plans", None)
+    if plans is None:
+        plans = _local.plans = {}
+    plan = plans.get(key)
+    if plan is None:
+        plan = plans[key] = _plan(a, b, bias, relu)
+        if len(plans) > 512:  # (shapes seen long ago go; a plan is cheap to make again)
+            plans.pop(next(iter(plans)))
+    if plan is False or os.getpid() != _pid:
+        return (_np_matmul(a, b),)
+    kernel, params, where, out_shape = plan
+    out = np.empty(out_shape, a.dtype)
+    params[8] = address(a)
+    params[12] = address(b)
+    params[16] = address(out)
+    if bias is not None:
+        params[18] = address(bias)
+    kernel(where)
+    return out
+
+
+def _plan(a, b, bias, relu):
+    """Everything about a product but its arrays' addresses, or False where it is
+    NumPy's: (kernel, params, the params' address, the output shape)."""
+    driver = _driver()  # (first: with the driver off, nothing else is looked at)
+    if driver is None or a.dtype is not b.dtype or (a.dtype != _F32 and a.dtype != _F64) or \
+            a.ndim < 2 or (b.ndim != 2 and b.ndim != a.ndim):
+        return False
     m, k = a.shape[-2:]
     n = b.shape[-1]
     if b.shape[-2] != k or n < 2 or k < 1 or a.size == 0 or b.size == 0 or \
             (2 * a.size * n < MIN_PARALLEL_FLOPS and
              (a.size + b.size) * a.itemsize < MIN_PARALLEL_BYTES):  # one thread: OpenBLAS
-        return (_np_matmul(a, b),)
-    if os.getpid() != _pid:
-        return (_np_matmul(a, b),)
-    if bias is not None and (bias.__class__ is not np.ndarray or bias.dtype is not a.dtype
-                             or bias.shape != (n,) or not bias.flags.c_contiguous):
-        return (_np_matmul(a, b),)
+        return False
+    if bias is not None and (bias.dtype is not a.dtype or bias.shape != (n,) or
+                             not bias.flags.c_contiguous):
+        return False
     la, lb = _rows_or_cols(a), _rows_or_cols(b)
     if la is None or lb is None:
-        return (_np_matmul(a, b),)
+        return False
     lead = a.shape[:-2]
     batch = math.prod(lead)
     if b.ndim == 2:
         sb = 0
         sa = _batch_stride(a)
         if sa is None:
-            return (_np_matmul(a, b),)
+            return False
         if la[0] == 0 and (batch == 1 or sa == la[1] * m):
             m, batch = m * batch, 1  # the batch is just more rows (x @ W in a Linear)
     else:
         if b.shape[:-2] != lead:
-            return (_np_matmul(a, b),)  # broadcasting batch dims: NumPy's
+            return False  # broadcasting batch dims: NumPy's
         sa, sb = _batch_stride(a), _batch_stride(b)
         if sa is None or sb is None:
-            return (_np_matmul(a, b),)
+            return False
     kernel, sgemm, dgemm, wide, threads = driver
-    out = np.empty(lead + (a.shape[-2], n), a.dtype)
     params = np.array([sgemm if a.dtype == _F32 else dgemm, wide, a.itemsize, threads, batch,
-                       m, n, k, a.ctypes.data, la[1], sa, la[0], b.ctypes.data, lb[1], sb,
-                       lb[0], out.ctypes.data, m * n if batch > 1 else 0,
-                       0 if bias is None else bias.ctypes.data, int(relu)], dtype=np.int64)
-    kernel(params.ctypes.data)
-    return out
+                       m, n, k, 0, la[1], sa, la[0], 0, lb[1], sb, lb[0], 0,
+                       m * n if batch > 1 else 0, 0, int(relu)], dtype=np.int64)
+    return kernel, params, params.ctypes.data, lead + (a.shape[-2], n)
 
 
 __all__ = ["entry_points", "matmul", "MIN_PARALLEL_BYTES", "MIN_PARALLEL_FLOPS"]

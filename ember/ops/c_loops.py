@@ -13,6 +13,7 @@ import os
 
 import numpy as np
 
+from ..backends.addresses import address  # noqa: F401  (the loops' callers use it)
 from ..errors import EmberError
 
 _FLOATS = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
@@ -47,4 +48,4 @@ class CLoop:
         return self.built[real]
 
 
-__all__ = ["CLoop"]
+__all__ = ["CLoop", "address"]

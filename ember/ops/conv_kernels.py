@@ -32,7 +32,7 @@ import threading
 import numpy as np
 
 from ..backends import cpu_blas
-from .c_loops import CLoop
+from .c_loops import CLoop, address
 
 # Shared by the forward and the gradients (conv_grad_kernels.py): the BLAS entry point's
 # types, the parameters, a GEMM call, and one image's columns (im2col) and their adjoint.
@@ -371,14 +371,51 @@ def conv2d_forward(x, w, bias, stride, padding, dilation, out_size, relu=False,
     winners' flat positions in each plane too (``(values, indices)``, as ``max_pool``).
     None where this path does not apply."""
     if x.__class__ is not np.ndarray or w.__class__ is not np.ndarray or \
-            x.dtype != w.dtype or x.ndim != 4 or w.ndim != 4 or x.shape[1] != w.shape[1] or \
-            (bias is not None and (bias.__class__ is not np.ndarray or bias.dtype != x.dtype
-                                   or bias.shape != (w.shape[0],))):
+            (bias is not None and bias.__class__ is not np.ndarray):
         return None
+    key = (x.shape, w.shape, x.dtype, w.dtype, None if bias is None else (bias.shape, bias.dtype),
+           stride, padding, dilation, out_size, relu, pool, indices)
+    plans = getattr(_work, "plans", None)
+    if plans is None:
+        plans = _work.plans = {}
+    plan = plans.get(key)
+    if plan is None:
+        plan = plans[key] = _forward_plan(x, w, bias, stride, padding, dilation, out_size,
+                                          relu, pool, indices)
+        if len(plans) > 256:  # (shapes seen long ago go; a plan is cheap to make again)
+            plans.pop(next(iter(plans)))
+    if plan is False:
+        return None
+    kernel, params, slots, address_of_params, out_shape, work_size, zeros = plan
+    if not x.flags.c_contiguous:
+        x = np.ascontiguousarray(x)
+    if not w.flags.c_contiguous:
+        w = np.ascontiguousarray(w)
+    work = buffer(x.dtype, work_size)
+    out = np.empty(out_shape, x.dtype)
+    index = np.empty(out_shape, np.int64) if indices else None
+    if zeros is not None:
+        bias = zeros
+    params[slots] = [address(x), address(w), 0 if bias is None else address(bias),
+                     address(out), address(work), 0 if index is None else address(index)]
+    kernel(address_of_params)
+    return out if index is None else (out, index)
+
+
+_SLOTS = [18, 19, 20, 21, 22, 30]  # x, w, bias, out, work, index in [threads, conv_t...]
+
+
+def _forward_plan(x, w, bias, stride, padding, dilation, out_size, relu, pool, indices):
+    """Everything about a forward call but its arrays, or False where the C loop does not
+    apply: (kernel, params, the params' pointer slots, the params' address, the output
+    shape, the work size, zeros standing for a missing bias or None)."""
+    if x.dtype != w.dtype or x.ndim != 4 or w.ndim != 4 or x.shape[1] != w.shape[1] or \
+            (bias is not None and (bias.dtype != x.dtype or bias.shape != (w.shape[0],))):
+        return False
     found = FORWARD.get(x.dtype)
     blas = cpu_blas.entry_points() if found is not None else None
     if blas is None or 0 in x.shape or 0 in w.shape or 0 in out_size:
-        return None
+        return False
     kernel, threads = found
     n, c, h, wd = x.shape
     o, _, kh, kw = w.shape
@@ -389,28 +426,20 @@ def conv2d_forward(x, w, bias, stride, padding, dilation, out_size, relu=False,
         pk, ps = pool
         pout = tuple((s - k) // st + 1 for s, k, st in zip(out_size, pk, ps))
         if min(pout) < 1:
-            return None
-    x = np.ascontiguousarray(x)
-    w = np.ascontiguousarray(w)
-    flops = 2 * n * o * c * kh * kw * oh * ow
-    if flops < _MIN_PARALLEL_FLOPS:
+            return False
+    if 2 * n * o * c * kh * kw * oh * ow < _MIN_PARALLEL_FLOPS:
         threads = 1
     direct = kh == kw == 1 and stride == (1, 1) and padding == (0, 0)
     per_image = (0 if direct else c * kh * kw * oh * ow) + (oh * ow * o + 2 * o if pool else 0)
-    work = buffer(x.dtype, per_image * (threads if n >= threads else 1))
-    out = np.empty((n, o) + (pout if pool else out_size), x.dtype)
-    index = None
+    zeros = None
     if pool and indices:
         if oh * ow >= 1 << 24:  # (the loop keeps offsets in the plane as REAL values)
-            return None
-        index = np.empty(out.shape, np.int64)
+            return False
         if bias is None:  # (the loop adds a bias to every value before comparing)
-            bias = np.zeros(o, x.dtype)
+            zeros = np.zeros(o, x.dtype)
     sgemm, dgemm, wide = blas
     params = np.array([threads, sgemm if x.dtype == np.float32 else dgemm, wide, n, c, h, wd,
-                       o, kh, kw, *stride, *padding, *dilation, oh, ow, x.ctypes.data,
-                       w.ctypes.data, 0 if bias is None else bias.ctypes.data,
-                       out.ctypes.data, work.ctypes.data, int(relu), *pk, *ps, *pout,
-                       0 if index is None else index.ctypes.data], dtype=np.int64)
-    kernel(params.ctypes.data)
-    return out if index is None else (out, index)
+                       o, kh, kw, *stride, *padding, *dilation, oh, ow, 0, 0, 0, 0, 0,
+                       int(relu), *pk, *ps, *pout, 0], dtype=np.int64)
+    return (kernel, params, _SLOTS, params.ctypes.data, (n, o) + (pout if pool else out_size),
+            per_image * (threads if n >= threads else 1), zeros)
