@@ -172,10 +172,10 @@ class Specialization:
             source = _input_device(inp, args)
             if source is not None and source is not device:
                 self.placed.append((j, source))
-        # the tensors the graph reads as state: (tensor, shape, dtype, requires_grad, device)
-        # when traced, checked at each call as their arrays are fetched
+        # the tensors the graph reads as state: (tensor, shape, dtype, requires_grad, device,
+        # label) when traced, checked before each call
         self.state_guards = [(inp.source, inp.value.shape, inp.value.dtype.np,
-                              inp.source._requires_grad, inp.source._device)
+                              inp.source._requires_grad, inp.source._device, inp.label)
                              for inp in graph.inputs if inp.kind == "data"]
         # only arguments and state tensors: fetched without the general loop
         self.plain_inputs = None
@@ -205,7 +205,7 @@ class Specialization:
             now = getter()
             if now != expected:
                 return f"{label} changed: {_short(expected)} -> {_short(now)}"
-        for t, shape, dtype, flag, device in self.state_guards:
+        for t, shape, dtype, flag, device, label in self.state_guards:
             if t._device is not device:
                 return f"a {list(t.shape)} tensor moved from {device} to {t._device}"
             if t._requires_grad != flag:
@@ -213,7 +213,7 @@ class Specialization:
                         f"{t._requires_grad}")
             data = t._data
             if data.shape != shape or data.dtype != dtype:
-                return (f"a tensor read as state changed from {dtype}{list(shape)} to "
+                return (f"{label} changed from {dtype}{list(shape)} to "
                         f"{data.dtype}{list(data.shape)}")
         for target, was_none in self.grad_guards:
             t = resolve(target, args)

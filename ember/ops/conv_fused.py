@@ -19,40 +19,32 @@ from .pooling import _max_pool_forward, _max_pool_values_forward
 from .registry import register
 
 
-def _forward(xp, x, w, *bias, stride, padding, dilation, out_size, relu, pool):
-    """``pool``: None, or the max pooling's params (kernel, stride, out_size)."""
+def _run(xp, x, w, bias, stride, padding, dilation, out_size, relu, pool, indices):
+    """``pool``: None, or the max pooling's params (kernel, stride, out_size); with
+    ``indices``, ``(values, indices)`` as ``max_pool`` gives them."""
     if xp is np:
         done = conv2d_forward(x, w, bias[0] if bias else None, stride,
                               tuple(lo for lo, _ in padding), dilation, out_size, relu,
-                              None if pool is None else pool[:2])
+                              None if pool is None else pool[:2], indices)
         if done is not None:
             return done
     y = _conv_forward(xp, x, w, *bias, stride=stride, padding=padding, dilation=dilation,
                       groups=1, out_size=out_size)
     if relu:
         y = xp.maximum(y, 0).astype(y.dtype, copy=False)
-    if pool is not None:
-        kernel, step, pooled = pool
-        y = _max_pool_values_forward(xp, y, kernel, step, (1, 1), (0, 0), pooled, False)
-    return y
+    if pool is None:
+        return y
+    pooling = _max_pool_forward if indices else _max_pool_values_forward
+    return pooling(xp, y, pool[0], pool[1], (1, 1), (0, 0), pool[2], False)
+
+
+def _forward(xp, x, w, *bias, stride, padding, dilation, out_size, relu, pool):
+    return _run(xp, x, w, bias, stride, padding, dilation, out_size, relu, pool, False)
 
 
 def _indexed_forward(xp, x, w, *bias, stride, padding, dilation, out_size, relu, pool):
-    """As :func:`_forward` with a max pooling that keeps its winners' positions:
-    ``(values, indices)``, as ``max_pool`` gives them (in training, its backward reads
-    them)."""
-    kernel, step, pooled = pool
-    if xp is np:
-        done = conv2d_forward(x, w, bias[0] if bias else None, stride,
-                              tuple(lo for lo, _ in padding), dilation, out_size, relu,
-                              (kernel, step), indices=True)
-        if done is not None:
-            return done
-    y = _conv_forward(xp, x, w, *bias, stride=stride, padding=padding, dilation=dilation,
-                      groups=1, out_size=out_size)
-    if relu:
-        y = xp.maximum(y, 0).astype(y.dtype, copy=False)
-    return _max_pool_forward(xp, y, kernel, step, (1, 1), (0, 0), pooled, False)
+    """(values, indices): in training, the pooling's backward reads the indices."""
+    return _run(xp, x, w, bias, stride, padding, dilation, out_size, relu, pool, True)
 
 
 CONV2D_FUSED = register("conv2d_fused", _forward)

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..backends import cpu_blas
 from .c_loops import CLoop
-from .conv_kernels import COMMON, buffer
+from .conv_kernels import COMMON, MIN_PARALLEL_FLOPS, buffer
 
 PARTIALS = 8  # the most partial sums of the weight gradient (runs of images)
 
@@ -90,12 +90,11 @@ void ember_kernel(const int64_t *p)
 
 WEIGHT_GRAD = CLoop("conv2d_weight_grad", _WEIGHT_GRAD, COMMON)
 INPUT_GRAD = CLoop("conv2d_input_grad", _INPUT_GRAD, COMMON)
-_MIN_PARALLEL_FLOPS = 1 << 21
 
 
 def _setup(loop, arrays, dtype):
     """(kernel, threads, (sgemm, dgemm, 64-bit ints)) or None where the loop does not
-    apply to these arrays."""
+    apply to these arrays (threads: 1 for a small product, see :func:`_threads`)."""
     if any(a.__class__ is not np.ndarray or a.dtype != dtype or a.ndim != 4
            for a in arrays) or dtype not in (np.float32, np.float64) or \
             any(0 in a.shape for a in arrays):
@@ -103,6 +102,10 @@ def _setup(loop, arrays, dtype):
     found = loop.get(dtype)
     blas = cpu_blas.entry_points() if found is not None else None
     return None if blas is None else found + (blas,)
+
+
+def _threads(threads: int, macs: int) -> int:
+    return threads if 2 * macs >= MIN_PARALLEL_FLOPS else 1
 
 
 def _params(head, blas, dtype, x, w, out, work, n, c, hw, o, kernel, stride, padding,
@@ -127,8 +130,7 @@ def conv2d_weight_grad(x, g, kernel_size, stride, padding, dilation):
     o = g.shape[1]
     k = c * kernel_size[0] * kernel_size[1]
     length = g.shape[2] * g.shape[3]
-    if 2 * n * o * k * length < _MIN_PARALLEL_FLOPS:
-        threads = 1
+    threads = _threads(threads, n * o * k * length)
     runs = min(n, PARTIALS)
     direct = kernel_size == (1, 1) and stride == (1, 1) and padding == (0, 0)
     work = buffer(x.dtype, (runs - 1) * o * k + (0 if direct else threads * k * length))
@@ -151,8 +153,7 @@ def conv2d_input_grad(g, w, size, stride, padding, dilation):
     c = w.shape[1]
     length = g.shape[2] * g.shape[3]
     k = c * w.shape[2] * w.shape[3]
-    if 2 * n * o * k * length < _MIN_PARALLEL_FLOPS:
-        threads = 1
+    threads = _threads(threads, n * o * k * length)
     work = buffer(g.dtype, threads * k * length)
     out = np.zeros((n, c) + tuple(size), g.dtype)
     kernel(_params([threads], blas, g.dtype, g, w, out, work, n, c, size, o, w.shape[2:],

@@ -348,7 +348,7 @@ def col2im_2d(cols, buf, geo) -> bool:
 
 
 # A product this small runs on one thread (the threads' start and barriers cost more)
-_MIN_PARALLEL_FLOPS = 1 << 21
+MIN_PARALLEL_FLOPS = 1 << 21
 _work = threading.local()  # each Python thread's column buffers, grown as needed
 
 
@@ -427,7 +427,7 @@ def _forward_plan(x, w, bias, stride, padding, dilation, out_size, relu, pool, i
         pout = tuple((s - k) // st + 1 for s, k, st in zip(out_size, pk, ps))
         if min(pout) < 1:
             return False
-    if 2 * n * o * c * kh * kw * oh * ow < _MIN_PARALLEL_FLOPS:
+    if 2 * n * o * c * kh * kw * oh * ow < MIN_PARALLEL_FLOPS:
         threads = 1
     direct = kh == kw == 1 and stride == (1, 1) and padding == (0, 0)
     per_image = (0 if direct else c * kh * kw * oh * ow) + (oh * ow * o + 2 * o if pool else 0)

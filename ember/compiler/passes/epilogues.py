@@ -86,20 +86,8 @@ def fuse_epilogues(graph: Graph, renderer: str | None = None) -> Graph:
         new.region = ins.region
         fused[id(chain[-1])] = new
         absorbed.update(id(c) for c in chain)
-    if not fused:
-        return graph
-    instrs, replaced = [], {}
-    for ins in graph.instrs:
-        if id(ins) in fused:  # (at the chain's end: every input of the chain exists there)
-            new = fused[id(ins)]
-            instrs.append(new)
-            for old, value in zip(ins.outputs, new.outputs):
-                replaced[old.id] = value
-        elif id(ins) not in absorbed:
-            instrs.append(ins)
-    graph.instrs = instrs
-    graph.replace_uses(replaced)
-    return graph
+    # (at the chain's end: every input of the chain exists there)
+    return _splice(graph, {k: [v] for k, v in fused.items()}, absorbed)
 
 
 def pool_relu_masks(graph: Graph) -> Graph:
@@ -155,15 +143,23 @@ def pool_relu_masks(graph: Graph) -> Graph:
             rewrites[id(mul)] = ([new_gt, new_cast, new_mul, new_back], {id(back), id(cast),
                                                                          id(gt)})
             break
-    if not rewrites:
-        return graph
     dropped = set().union(*(gone for _, gone in rewrites.values()))
+    return _splice(graph, {k: made for k, (made, _) in rewrites.items()}, dropped)
+
+
+def _splice(graph: Graph, replace: dict, dropped: set) -> Graph:
+    """``graph`` with each instruction whose id is in ``replace`` swapped for that list of
+    instructions (the last one's outputs taking the place of its outputs) and those in
+    ``dropped`` (ids) removed."""
+    if not replace:
+        return graph
     instrs, replaced = [], {}
     for ins in graph.instrs:
-        if id(ins) in rewrites:
-            made = rewrites[id(ins)][0]
+        made = replace.get(id(ins))
+        if made is not None:
             instrs.extend(made)
-            replaced[ins.outputs[0].id] = made[-1].outputs[0]
+            for old, value in zip(ins.outputs, made[-1].outputs):
+                replaced[old.id] = value
         elif id(ins) not in dropped:
             instrs.append(ins)
     graph.instrs = instrs
