@@ -30,8 +30,16 @@ from ...errors import EmberError
 from ..fused import INNER, ROW, UNIFORM, FusedKernel, numel
 from . import build, scalar
 
-# Below this many elements a kernel runs on one core (starting threads costs more).
+# Below this much work a kernel runs on one core (starting threads costs more): its
+# elements, each counted once plus COSTLY_STEP_WEIGHT times per costly step it computes
+# (a libm call, a polynomial, a division: tens of cycles, where an add takes one). A
+# masked softmax over 16K elements (exp and two divisions) then runs on two cores.
 PARALLEL_MIN_ELEMENTS = 32768
+COSTLY_STEP_WEIGHT = 8
+COSTLY_STEPS = frozenset({"exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt",
+                          "rsqrt", "sin", "cos", "tan", "asin", "acos", "atan", "atan2",
+                          "sinh", "cosh", "tanh", "erf", "sigmoid", "pow", "xlogy", "div",
+                          "reciprocal"})
 
 # float32 sums add this many values in float (vectorised), then the sum in double.
 SUM_BLOCK = 256
@@ -439,7 +447,9 @@ def _runner(kernel: FusedKernel, function, object_mode: bool):
     ndarray, empty, asarray = np.ndarray, np.empty, np.asarray
     single = kernel.n_outputs == 1
     threads = build.max_threads()
-    parallel = numel(kernel.domain) >= PARALLEL_MIN_ELEMENTS and threads > 1 and \
+    costly = sum(step.op.name in COSTLY_STEPS for step in kernel.steps)
+    work = numel(kernel.domain) * (1 + COSTLY_STEP_WEIGHT * costly)
+    parallel = work >= PARALLEL_MIN_ELEMENTS and threads > 1 and \
         (kernel.layout.rows > 1 or not kernel.reduced)
     call = _ThreadTuner(function, sizes, threads) if parallel else function
     if not object_mode:
