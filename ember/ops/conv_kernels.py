@@ -155,71 +155,80 @@ static void finish(const conv_t *q, REAL *y, int64_t o0, int64_t o1)
 
 /* channels [o0, o1) of one image's result yt, channels last (OH*OW x O): max over each
    pooling window, + bias, relu, into out (O x POH*POW). Each window's max runs across the
-   channels (one vector of them). NaN wins a window, as in the unfused pooling.
+   channels (one vector of them), into m (POH*POW x O, channels last); m is then written
+   out channel by channel (contiguous stores, not one store per channel and window). NaN
+   wins a window, as in the unfused pooling.
    Without indices, bias and relu apply to the pooled values only: max commutes with
    both (they are monotone). With indices (index: the image's (O x POH*POW) plane of
    flat positions in OH*OW), every value gets its bias and relu first, so that the
-   first of equal values wins as in the unfused pooling. */
+   first of equal values wins as in the unfused pooling; at (as m) keeps each winner's
+   offset from its window's first position, in REAL (exact: a plane holds fewer than
+   2^24 values), the same vector width as the values. */
 static void pool(const conv_t *q, const REAL *restrict yt, REAL *restrict out,
                  int64_t *restrict index, REAL *restrict m, REAL *restrict at,
                  int64_t o0, int64_t o1)
 {
-    const REAL *bias = (const REAL *)q->bias;
+    const REAL *bias = (const REAL *)q->bias;  /* (never NULL with indices) */
     const int64_t O = q->O, PL = q->POH * q->POW, OW = q->OW;
     const int relu = (int)q->relu;
-    const REAL floor = relu ? (REAL)0 : -(REAL)INFINITY;  /* (bias: never NULL here) */
+    const REAL floor = relu ? (REAL)0 : -(REAL)INFINITY;  /* NaN stays NaN */
     for (int64_t ph = 0; ph < q->POH; ph++)
         for (int64_t pw = 0; pw < q->POW; pw++) {
-            const int64_t base = ph * q->PSH * OW + pw * q->PSW;
-            const REAL *first = yt + base * O;
-            REAL *dst = out + ph * q->POW + pw;
+            const REAL *first = yt + (ph * q->PSH * OW + pw * q->PSW) * O;
+            REAL *restrict mw = m + (ph * q->POW + pw) * O;
+            REAL *restrict aw = at + (ph * q->POW + pw) * O;
             if (!index) {
                 #pragma omp simd
                 for (int64_t o = o0; o < o1; o++)
-                    m[o] = first[o];
+                    mw[o] = first[o];
                 for (int64_t i = 0; i < q->PKH; i++)
                     for (int64_t j = i ? 0 : 1; j < q->PKW; j++) {
-                        const REAL *tap = first + (i * OW + j) * O;
+                        const REAL *restrict tap = first + (i * OW + j) * O;
                         #pragma omp simd
                         for (int64_t o = o0; o < o1; o++) {
                             const REAL v = tap[o];
-                            m[o] = (v > m[o]) | (v != v) ? v : m[o];
+                            mw[o] = (v > mw[o]) | (v != v) ? v : mw[o];
                         }
                     }
-                for (int64_t o = o0; o < o1; o++) {
-                    const REAL v = m[o] + (bias ? bias[o] : (REAL)0);
-                    dst[o * PL] = relu && v < 0 ? 0 : v;
-                }
                 continue;
             }
-            /* the winner's offset from the window's first position, in REAL (exact: a
-               plane holds fewer than 2^24 values): the same vector width as the values;
-               floor: 0 with relu (NaN stays NaN) */
             #pragma omp simd
             for (int64_t o = o0; o < o1; o++) {
                 const REAL v = first[o] + bias[o];
-                m[o] = v < floor ? floor : v;
-                at[o] = 0;
+                mw[o] = v < floor ? floor : v;
+                aw[o] = 0;
             }
             for (int64_t i = 0; i < q->PKH; i++)
                 for (int64_t j = i ? 0 : 1; j < q->PKW; j++) {
                     const REAL *restrict tap = first + (i * OW + j) * O;
-                    const REAL number = (REAL)(i * OW + j);
+                    const REAL offset = (REAL)(i * OW + j);
                     #pragma omp simd
                     for (int64_t o = o0; o < o1; o++) {
                         REAL v = tap[o] + bias[o];
                         v = v < floor ? floor : v;
-                        const int take = (v > m[o]) | (v != v);
-                        m[o] = take ? v : m[o];
-                        at[o] = take ? number : at[o];
+                        const int take = (v > mw[o]) | (v != v);
+                        mw[o] = take ? v : mw[o];
+                        aw[o] = take ? offset : aw[o];
                     }
                 }
-            int64_t *idst = index + ph * q->POW + pw;
-            for (int64_t o = o0; o < o1; o++) {
-                dst[o * PL] = m[o];
-                idst[o * PL] = base + (int64_t)at[o];
+        }
+    for (int64_t o = o0; o < o1; o++) {
+        REAL *dst = out + o * PL;
+        if (index) {
+            int64_t *idst = index + o * PL;
+            for (int64_t ph = 0, p = 0; ph < q->POH; ph++)
+                for (int64_t pw = 0; pw < q->POW; pw++, p++) {
+                    dst[p] = m[p * O + o];
+                    idst[p] = ph * q->PSH * OW + pw * q->PSW + (int64_t)at[p * O + o];
+                }
+        } else {
+            const REAL b = bias ? bias[o] : (REAL)0;
+            for (int64_t p = 0; p < PL; p++) {
+                const REAL v = m[p * O + o] + b;
+                dst[p] = v < floor ? floor : v;
             }
         }
+    }
 }
 
 void ember_kernel(const int64_t *p)
@@ -233,8 +242,9 @@ void ember_kernel(const int64_t *p)
     const int direct = q->KH == 1 && q->KW == 1 && q->SH == 1 && q->SW == 1 && !q->PH &&
                        !q->PW;
     /* per image: the columns (K x L), and where it is pooled, the result channels last
-       (L x O), one window's maxima (O) and their offsets (O) */
-    const int64_t cols_len = direct ? 0 : K * L, y_len = q->PKH ? L * O + 2 * O : 0;
+       (L x O), the windows' maxima and their offsets (each POH*POW x O) */
+    const int64_t PL = q->POH * q->POW;
+    const int64_t cols_len = direct ? 0 : K * L, y_len = q->PKH ? L * O + 2 * PL * O : 0;
     const REAL *x = (const REAL *)q->x, *w = (const REAL *)q->w;
     REAL *out = (REAL *)q->out, *work = (REAL *)q->work;
     #pragma omp parallel num_threads(threads) if (threads > 1)
@@ -256,7 +266,7 @@ void ember_kernel(const int64_t *p)
             if (o1 > o0 && q->PKH) {   /* yt[:, o0:o1] = cols^T @ w[o0:o1]^T, pooled */
                 gemm(q, 112, 112, L, o1 - o0, K, c, L, w + o0 * K, K, 0, yt + o0, O);
                 pool(q, yt, o, q->index ? (int64_t *)q->index + n * out_plane : 0,
-                     yt + L * O, yt + L * O + O, o0, o1);
+                     yt + L * O, yt + L * O + PL * O, o0, o1);
             } else if (o1 > o0) {     /* o[o0:o1] = w[o0:o1] @ cols */
                 gemm(q, 111, 111, o1 - o0, L, K, w + o0 * K, K, c, L, 0, o + o0 * L, L);
                 finish(q, o, o0, o1);
@@ -430,7 +440,9 @@ def _forward_plan(x, w, bias, stride, padding, dilation, out_size, relu, pool, i
     if 2 * n * o * c * kh * kw * oh * ow < MIN_PARALLEL_FLOPS:
         threads = 1
     direct = kh == kw == 1 and stride == (1, 1) and padding == (0, 0)
-    per_image = (0 if direct else c * kh * kw * oh * ow) + (oh * ow * o + 2 * o if pool else 0)
+    per_image = 0 if direct else c * kh * kw * oh * ow
+    if pool:  # the result channels last, the windows' maxima and offsets
+        per_image += oh * ow * o + 2 * pout[0] * pout[1] * o
     zeros = None
     if pool and indices:
         if oh * ow >= 1 << 24:  # (the loop keeps offsets in the plane as REAL values)
