@@ -1,8 +1,10 @@
 """``conv2d_fused``: a 2-D convolution with the ReLU and max pooling that follow it, as
 one op that ``ember.jit`` puts in place of the three (``conv2d_fused_indexed``: with a
 pooling that also gives its indices, in training)
-(:mod:`ember.compiler.passes.epilogues`); it is never recorded by user code and has
-no gradient (the pass runs after the backward is built).
+(:mod:`ember.compiler.passes.epilogues`); ``conv2d_backward_fused``: the weight, bias
+and input gradients of a 2-D convolution (and the max pooling's backward before them)
+as one op (:mod:`ember.compiler.passes.conv_backward`). They are never recorded by user
+code and have no gradient (the passes run after the backward is built).
 
 Where the C loop of :func:`~ember.ops.conv_kernels.conv2d_forward` applies, each image's
 result is pooled while it is in cache and only the pooled values are written: the cnn
@@ -13,9 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .conv import _conv_forward
+from .conv import (_bias_grad_forward, _conv_forward, _conv_transpose_forward,
+                   _conv_weight_grad_forward)
+from .conv_grad_kernels import conv2d_backward
 from .conv_kernels import conv2d_forward
-from .pooling import _max_pool_forward, _max_pool_values_forward
+from .pooling import _max_pool_forward, _max_pool_values_forward, _max_unpool_forward
 from .registry import register
 
 
@@ -47,7 +51,32 @@ def _indexed_forward(xp, x, w, *bias, stride, padding, dilation, out_size, relu,
     return _run(xp, x, w, bias, stride, padding, dilation, out_size, relu, pool, True)
 
 
+def _backward(xp, x, g, *rest, stride, padding, dilation, kernel_size, pooled_from,
+              need_db, need_dx):
+    """``(dW, db, dx)`` of a 2-D convolution (``db``/``dx`` 0-d zeros where not needed):
+    ``rest`` is ``[index][, w]`` — with ``pooled_from`` (the pooled result's size), ``g``
+    is the gradient of the max pooling after the convolution and ``index`` its winners;
+    ``w`` comes with ``need_dx``."""
+    index = rest[0] if pooled_from is not None else None
+    w = rest[-1] if need_dx else None
+    zero = xp.zeros((), dtype=x.dtype)
+    if xp is np:
+        done = conv2d_backward(x, w, g, index, pooled_from, kernel_size, stride,
+                               tuple(lo for lo, _ in padding), dilation, need_db)
+        if done is not None:
+            return tuple(zero if a is None else a for a in done)
+    if index is not None:
+        g = _max_unpool_forward(xp, g, index, pooled_from, False)
+    geometry = dict(stride=stride, padding=padding, dilation=dilation, groups=1)
+    dw = _conv_weight_grad_forward(xp, x, g, kernel_size=kernel_size, **geometry)
+    db = _bias_grad_forward(xp, g) if need_db else zero
+    dx = _conv_transpose_forward(xp, g, w, out_size=x.shape[2:], **geometry) if need_dx \
+        else zero
+    return dw, db, dx
+
+
 CONV2D_FUSED = register("conv2d_fused", _forward)
 CONV2D_FUSED_INDEXED = register("conv2d_fused_indexed", _indexed_forward, n_outputs=2)
+CONV2D_BACKWARD_FUSED = register("conv2d_backward_fused", _backward, n_outputs=3)
 
-__all__ = ["CONV2D_FUSED", "CONV2D_FUSED_INDEXED"]
+__all__ = ["CONV2D_FUSED", "CONV2D_FUSED_INDEXED", "CONV2D_BACKWARD_FUSED"]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backends import cpu_blas
-from .c_loops import CLoop
+from .c_loops import CLoop, address
 from .conv_kernels import COMMON, MIN_PARALLEL_FLOPS, buffer
 
 PARTIALS = 8  # the most partial sums of the weight gradient (runs of images)
@@ -88,7 +88,99 @@ void ember_kernel(const int64_t *p)
 }
 """
 
+_BACKWARD = r"""
+/* The whole backward of a 2-D convolution (and of the max pooling after it), image by
+   image. p = [threads, runs, need_db, need_dx, pooled plane length (0: g is dense),
+   g, dx, db partials (double, runs x O), status, conv_t...]: x the input, w the weight
+   (O x K), out dW, bias db, index the pooling's indices (N, O, pooled) or 0, work:
+   (runs - 1) partials (O x K), then per thread the columns (K x L) and g (O x L). */
+void ember_kernel(int64_t *p)
+{
+    const int threads = (int)p[0];
+    const int64_t runs = p[1], need_db = p[2], need_dx = p[3], PL = p[4];
+    const REAL *gin = (const REAL *)p[5];
+    REAL *dx = (REAL *)p[6];
+    double *dbp = (double *)p[7];
+    const conv_t *q = (const conv_t *)(p + 9);
+    const int64_t K = q->C * q->KH * q->KW, L = q->OH * q->OW, O = q->O, N = q->N;
+    const int64_t in_plane = q->C * q->H * q->W;
+    const int direct = q->KH == 1 && q->KW == 1 && q->SH == 1 && q->SW == 1 && !q->PH &&
+                       !q->PW;
+    const REAL *x = (const REAL *)q->x, *w = (const REAL *)q->w;
+    const int64_t *index = (const int64_t *)q->index;
+    REAL *dw = (REAL *)q->out, *db = (REAL *)q->bias, *work = (REAL *)q->work;
+    REAL *partials = work, *per_thread = work + (runs - 1) * O * K;
+    int bad = 0;
+    #pragma omp parallel num_threads(threads) if (threads > 1) reduction(|:bad)
+    {
+        REAL *cols = per_thread + (int64_t)omp_get_thread_num() *
+                     ((direct ? 0 : K * L) + (PL ? O * L : 0));
+        REAL *gbuf = cols + (direct ? 0 : K * L);
+        #pragma omp for schedule(static)
+        for (int64_t run = 0; run < runs; run++) {
+            REAL *part = run ? partials + (run - 1) * O * K : dw;
+            double *dbr = dbp + run * O;
+            for (int64_t o = 0; o < O; o++)
+                dbr[o] = 0;
+            for (int64_t n = N * run / runs; n < N * (run + 1) / runs; n++) {
+                const REAL *g = gin + n * O * L;
+                if (PL) {  /* the pooling's backward: each gradient at its window's winner */
+                    const REAL *gp = gin + n * O * PL;
+                    const int64_t *at = index + n * O * PL;
+                    memset(gbuf, 0, (size_t)(O * L) * sizeof(REAL));
+                    for (int64_t o = 0; o < O; o++)
+                        for (int64_t i = 0; i < PL; i++) {
+                            const int64_t j = at[o * PL + i];
+                            if (j < 0 || j >= L) { bad = 1; continue; }
+                            gbuf[o * L + j] += gp[o * PL + i];
+                        }
+                    g = gbuf;
+                }
+                if (need_db)
+                    for (int64_t o = 0; o < O; o++) {
+                        double s = 0;
+                        const REAL *row = g + o * L;
+                        #pragma omp simd reduction(+:s)
+                        for (int64_t l = 0; l < L; l++)
+                            s += row[l];
+                        dbr[o] += s;
+                    }
+                const REAL *img = x + n * in_plane;
+                if (!direct)
+                    im2col(q, img, cols, 0, K);
+                gemm(q, 111, 112, O, K, L, g, L, direct ? img : cols, L,
+                     n == N * run / runs ? 0 : 1, part, K);
+                if (need_dx) {
+                    REAL *c = direct ? dx + n * in_plane : cols;
+                    gemm(q, 112, 111, K, L, O, w, K, g, L, 0, c, L);
+                    if (!direct)
+                        col2im(q, cols, dx + n * in_plane);
+                }
+            }
+        }
+        #pragma omp for schedule(static)
+        for (int64_t i = 0; i < O * K; i++) {
+            REAL s = dw[i];
+            for (int64_t r = 1; r < runs; r++)
+                s += partials[(r - 1) * O * K + i];
+            dw[i] = s;
+        }
+        if (need_db) {
+            #pragma omp for schedule(static)
+            for (int64_t o = 0; o < O; o++) {
+                double s = 0;
+                for (int64_t r = 0; r < runs; r++)
+                    s += dbp[r * O + o];
+                db[o] = (REAL)s;
+            }
+        }
+    }
+    p[8] = bad;
+}
+"""
+
 WEIGHT_GRAD = CLoop("conv2d_weight_grad", _WEIGHT_GRAD, COMMON)
+BACKWARD = CLoop("conv2d_backward", _BACKWARD, COMMON)
 INPUT_GRAD = CLoop("conv2d_input_grad", _INPUT_GRAD, COMMON)
 
 
@@ -159,3 +251,52 @@ def conv2d_input_grad(g, w, size, stride, padding, dilation):
     kernel(_params([threads], blas, g.dtype, g, w, out, work, n, c, size, o, w.shape[2:],
                    stride, padding, dilation, g.shape[2:]).ctypes.data)
     return out
+
+
+def conv2d_backward(x, w, g, index, pooled_from, kernel_size, stride, padding, dilation,
+                    need_db):
+    """``(dW, db or None, dx or None)`` of a 2-D convolution (one group) of ``x`` ``(N, C,
+    H, W)`` (``padding`` the low pads), for the gradient ``g`` of its output; or, with
+    ``index``, for the gradient ``g`` ``(N, O, PH, PW)`` of the max pooling of its
+    output (spatial size ``pooled_from``), whose winners' flat positions ``index``
+    gives. ``dx`` where the weight ``w`` ``(O, C, *kernel_size)`` is given (else None).
+    None where this path does not apply (or an index is out of range: the NumPy path
+    reports it)."""
+    found = _setup(BACKWARD, (x, g) if w is None else (x, g, w), x.dtype)
+    if found is None or x.shape[0] != g.shape[0] or (w is not None and (
+            w.shape != (g.shape[1], x.shape[1]) + tuple(kernel_size))) or \
+            (index is not None and (index.__class__ is not np.ndarray or
+                                    index.dtype != np.int64 or index.shape != g.shape)):
+        return None
+    kernel, threads, blas = found
+    x, g = np.ascontiguousarray(x), np.ascontiguousarray(g)
+    w = x if w is None else np.ascontiguousarray(w)  # (w: read only for dx)
+    n, c = x.shape[:2]
+    o = g.shape[1]
+    kh, kw = kernel_size
+    out_size = tuple(pooled_from) if index is not None else g.shape[2:]
+    k, length = c * kh * kw, out_size[0] * out_size[1]
+    threads = _threads(threads, n * o * k * length)
+    runs = min(n, PARTIALS)
+    direct = (kh, kw) == (1, 1) and stride == (1, 1) and padding == (0, 0)
+    pooled = 0 if index is None else g.shape[2] * g.shape[3]
+    if index is not None:
+        index = np.ascontiguousarray(index)
+    per_thread = (0 if direct else k * length) + (o * length if pooled else 0)
+    work = buffer(x.dtype, (runs - 1) * o * k + threads * per_thread)
+    dw = np.empty((o, c, kh, kw), x.dtype)
+    db = np.empty(o, x.dtype) if need_db else None
+    dx = np.zeros(x.shape, x.dtype) if w is not x else None
+    partial_db = np.empty((runs, o), np.float64)
+    sgemm, dgemm, wide = blas
+    params = np.array(
+        [threads, runs, int(need_db), int(dx is not None), pooled, address(g),
+         0 if dx is None else address(dx), address(partial_db), 0,
+         sgemm if x.dtype == np.float32 else dgemm, wide, n, c, *x.shape[2:], o, kh, kw,
+         *stride, *padding, *dilation, *out_size, address(x), address(w),
+         0 if db is None else address(db), address(dw), address(work), 0, 0, 0, 0, 0, 0,
+         0, 0 if index is None else address(index)], dtype=np.int64)
+    kernel(params.ctypes.data)
+    if params[8]:
+        return None
+    return dw, db, dx

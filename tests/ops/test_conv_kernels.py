@@ -192,3 +192,26 @@ def test_c_conv2d_indexed_pooling_matches_conv_relu_max_pool(case, relu, monkeyp
     np.testing.assert_array_equal(ties, want[1][:, 1])
     same = np.isclose(got[0], want[0], rtol=0, atol=0) | np.isnan(want[0])
     assert (got[1] == want[1])[same].mean() > 0.99
+
+
+@pytest.mark.parametrize("case", FORWARD)
+def test_c_conv2d_backward_gives_the_three_gradients(case, monkeypatch):
+    x, w, _, st, lo, hi, dil, out = _conv_case(case, np.float64, bias=False)
+    g = np.random.default_rng(6).standard_normal((x.shape[0], w.shape[0]) + out)
+    got = G.conv2d_backward(x, w, g, None, None, w.shape[2:], st, lo, dil, True)
+    if got is None:
+        pytest.skip("no C compiler or OpenBLAS for the gradient kernels")
+    pads = tuple(zip(lo, hi))
+    with monkeypatch.context() as m:
+        m.setattr(C, "conv2d_weight_grad", lambda *a: None)
+        m.setattr(C, "conv2d_input_grad", lambda *a: None)
+        want = (C._conv_weight_grad_forward(np, x, g, stride=st, padding=pads, dilation=dil,
+                                            groups=1, kernel_size=w.shape[2:]),
+                g.sum(axis=(0, 2, 3)),
+                C._conv_transpose_forward(np, g, w, stride=st, padding=pads, dilation=dil,
+                                          groups=1, out_size=x.shape[2:]))
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12 * np.abs(b).max())
+    dw, db, dx = G.conv2d_backward(x, None, g, None, None, w.shape[2:], st, lo, dil, False)
+    assert db is None and dx is None
+    np.testing.assert_array_equal(dw, got[0])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..ir import Graph
 from .epilogues import fuse_epilogues
+from .conv_backward import fuse_conv_backward
 from .cse import eliminate_common_subexpressions
 from .dce import eliminate_dead_code
 from .decompose import decompose_composites
@@ -17,10 +18,10 @@ from .simplify import simplify
 # Rewrites that keep the graph made of registry ops (so it can still be split into a
 # forward and a backward part), then lowering into fused kernels: fused primitives
 # into their elementwise steps first, so that those fuse with what is around them, and
-# convolutions with the ReLU and pooling after them.
+# convolutions with the ReLU and pooling after them, and with their gradients.
 SIMPLIFY = (fold_constants, simplify, join_slice_gradients, eliminate_common_subexpressions,
             eliminate_dead_code)
-LOWER = (decompose_composites, fuse_epilogues, fuse_elementwise)
+LOWER = (decompose_composites, fuse_epilogues, fuse_conv_backward, fuse_elementwise)
 PIPELINE = SIMPLIFY + LOWER
 
 
@@ -39,4 +40,5 @@ def lower(graph: Graph, renderer: str) -> Graph:
     from ..codegen import holds_half_types
     graph = decompose_composites(graph, renderer)
     graph = fuse_epilogues(graph, renderer)
+    graph = fuse_conv_backward(graph, renderer)
     return fuse_elementwise(graph, half_types=holds_half_types(renderer))
