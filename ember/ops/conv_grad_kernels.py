@@ -48,7 +48,7 @@ void ember_kernel(const int64_t *p)
             for (int64_t n = N * run / runs; n < N * (run + 1) / runs; n++) {
                 const REAL *img = x + n * q->C * q->H * q->W;
                 if (!direct)
-                    im2col(q, img, cols, 0, K);
+                    im2col(q, img, cols, L, 0, K);
                 gemm(q, 111, 112, O, K, L, g + n * O * L, L, direct ? img : cols, L,
                      n == N * run / runs ? 0 : 1, part, K);
             }
@@ -82,7 +82,7 @@ void ember_kernel(const int64_t *p)
         #pragma omp for schedule(static)
         for (int64_t n = 0; n < q->N; n++) {
             gemm(q, 112, 111, K, L, O, w, K, g + n * O * L, L, 0, cols, L);
-            col2im(q, cols, dx + n * q->C * q->H * q->W);
+            col2im(q, cols, L, dx + n * q->C * q->H * q->W);
         }
     }
 }
@@ -147,14 +147,14 @@ void ember_kernel(int64_t *p)
                     }
                 const REAL *img = x + n * in_plane;
                 if (!direct)
-                    im2col(q, img, cols, 0, K);
+                    im2col(q, img, cols, L, 0, K);
                 gemm(q, 111, 112, O, K, L, g, L, direct ? img : cols, L,
                      n == N * run / runs ? 0 : 1, part, K);
                 if (need_dx) {
                     REAL *c = direct ? dx + n * in_plane : cols;
                     gemm(q, 112, 111, K, L, O, w, K, g, L, 0, c, L);
                     if (!direct)
-                        col2im(q, cols, dx + n * in_plane);
+                        col2im(q, cols, L, dx + n * in_plane);
                 }
             }
         }

@@ -74,14 +74,16 @@ static void span(const conv_t *q, int64_t dw, int64_t *lo, int64_t *hi)
     *hi = b;
 }
 
-/* rows [r0, r1) of the columns of one image: row (c, kh, kw), column (oh, ow) */
-static void im2col(const conv_t *q, const REAL *x, REAL *cols, int64_t r0, int64_t r1)
+/* rows [r0, r1) of the columns of one image: row (c, kh, kw), column (oh, ow); rows ld
+   apart (OH*OW, or more where several images' columns sit side by side) */
+static void im2col(const conv_t *q, const REAL *x, REAL *cols, int64_t ld, int64_t r0,
+                   int64_t r1)
 {
-    const int64_t KHW = q->KH * q->KW, L = q->OH * q->OW, OW = q->OW;
+    const int64_t KHW = q->KH * q->KW, OW = q->OW;
     for (int64_t r = r0; r < r1; r++) {
         const int64_t c = r / KHW, kh = r % KHW / q->KW, kw = r % q->KW;
         const REAL *plane = x + c * q->H * q->W;
-        REAL *row = cols + r * L;
+        REAL *row = cols + r * ld;
         const int64_t dw = kw * q->DW - q->PW;
         int64_t lo, hi;
         span(q, dw, &lo, &hi);
@@ -105,15 +107,16 @@ static void im2col(const conv_t *q, const REAL *x, REAL *cols, int64_t r0, int64
     }
 }
 
-/* the adjoint of im2col for one image: each column entry added into the input position
-   it was read from (dx zeroed by the caller), tap by tap in row-major order */
-static void col2im(const conv_t *q, const REAL *cols, REAL *dx)
+/* the adjoint of im2col for one image (rows ld apart): each column entry added into the
+   input position it was read from (dx zeroed by the caller), tap by tap in row-major
+   order */
+static void col2im(const conv_t *q, const REAL *cols, int64_t ld, REAL *dx)
 {
-    const int64_t KHW = q->KH * q->KW, L = q->OH * q->OW, OW = q->OW;
+    const int64_t KHW = q->KH * q->KW, OW = q->OW;
     for (int64_t r = 0; r < q->C * KHW; r++) {
         const int64_t c = r / KHW, kh = r % KHW / q->KW, kw = r % q->KW;
         REAL *plane = dx + c * q->H * q->W;
-        const REAL *row = cols + r * L;
+        const REAL *row = cols + r * ld;
         const int64_t dw = kw * q->DW - q->PW;
         int64_t lo, hi;
         span(q, dw, &lo, &hi);
@@ -231,6 +234,11 @@ static void pool(const conv_t *q, const REAL *restrict yt, REAL *restrict out,
     }
 }
 
+/* Images whose columns one GEMM takes at once where the result is pooled (the result
+   channels last is then one matrix for all of them): a product of 4 x 121 rows runs
+   about 25 % faster than 4 of 121. */
+#define GROUP 4
+
 void ember_kernel(const int64_t *p)
 {
     const int threads = (int)p[0];
@@ -241,10 +249,12 @@ void ember_kernel(const int64_t *p)
     /* a 1x1 stride-1 unpadded convolution reads the image itself as its columns */
     const int direct = q->KH == 1 && q->KW == 1 && q->SH == 1 && q->SW == 1 && !q->PH &&
                        !q->PW;
-    /* per image: the columns (K x L), and where it is pooled, the result channels last
-       (L x O), the windows' maxima and their offsets (each POH*POW x O) */
     const int64_t PL = q->POH * q->POW;
-    const int64_t cols_len = direct ? 0 : K * L, y_len = q->PKH ? L * O + 2 * PL * O : 0;
+    const int64_t group = q->PKH && !direct && q->N >= threads ? GROUP : 1;
+    /* per thread: the columns (K x group*L), and where it is pooled, the result channels
+       last (group*L x O), the windows' maxima and their offsets (each POH*POW x O) */
+    const int64_t cols_len = direct ? 0 : K * L * group;
+    const int64_t y_len = q->PKH ? group * L * O + 2 * PL * O : 0;
     const REAL *x = (const REAL *)q->x, *w = (const REAL *)q->w;
     REAL *out = (REAL *)q->out, *work = (REAL *)q->work;
     #pragma omp parallel num_threads(threads) if (threads > 1)
@@ -253,20 +263,26 @@ void ember_kernel(const int64_t *p)
         const int shared = q->N < nt;  /* fewer images than threads: share each image */
         const int64_t o0 = shared ? O * t / nt : 0, o1 = shared ? O * (t + 1) / nt : O;
         REAL *cols = work + (shared ? 0 : t * (cols_len + y_len)), *yt = cols + cols_len;
-        for (int64_t n = shared ? 0 : q->N * t / nt; n < (shared ? q->N : q->N * (t + 1) / nt);
-             n++) {
+        const int64_t first = shared ? 0 : q->N * t / nt;
+        const int64_t last = shared ? q->N : q->N * (t + 1) / nt;
+        for (int64_t n = first; n < last; n += group) {
+            const int64_t g = last - n < group ? last - n : group;  /* images now */
             const REAL *img = x + n * in_plane, *c = direct ? img : cols;
             REAL *o = out + n * out_plane;
             if (!direct) {
-                im2col(q, img, cols, shared ? K * t / nt : 0, shared ? K * (t + 1) / nt : K);
+                for (int64_t i = 0; i < g; i++)
+                    im2col(q, img + i * in_plane, cols + i * L, g * L,
+                           shared ? K * t / nt : 0, shared ? K * (t + 1) / nt : K);
                 if (shared) {
                     #pragma omp barrier
                 }
             }
             if (o1 > o0 && q->PKH) {   /* yt[:, o0:o1] = cols^T @ w[o0:o1]^T, pooled */
-                gemm(q, 112, 112, L, o1 - o0, K, c, L, w + o0 * K, K, 0, yt + o0, O);
-                pool(q, yt, o, q->index ? (int64_t *)q->index + n * out_plane : 0,
-                     yt + L * O, yt + L * O + PL * O, o0, o1);
+                gemm(q, 112, 112, g * L, o1 - o0, K, c, g * L, w + o0 * K, K, 0, yt + o0, O);
+                for (int64_t i = 0; i < g; i++)
+                    pool(q, yt + i * L * O, o + i * out_plane,
+                         q->index ? (int64_t *)q->index + (n + i) * out_plane : 0,
+                         yt + g * L * O, yt + g * L * O + PL * O, o0, o1);
             } else if (o1 > o0) {     /* o[o0:o1] = w[o0:o1] @ cols */
                 gemm(q, 111, 111, o1 - o0, L, K, w + o0 * K, K, c, L, 0, o + o0 * L, L);
                 finish(q, o, o0, o1);
@@ -357,6 +373,7 @@ def col2im_2d(cols, buf, geo) -> bool:
     return True
 
 
+GROUP = 4  # (as the C source's: images per GEMM where the result is pooled)
 # A product this small runs on one thread (the threads' start and barriers cost more)
 MIN_PARALLEL_FLOPS = 1 << 21
 _work = threading.local()  # each Python thread's column buffers, grown as needed
@@ -440,9 +457,10 @@ def _forward_plan(x, w, bias, stride, padding, dilation, out_size, relu, pool, i
     if 2 * n * o * c * kh * kw * oh * ow < MIN_PARALLEL_FLOPS:
         threads = 1
     direct = kh == kw == 1 and stride == (1, 1) and padding == (0, 0)
-    per_image = 0 if direct else c * kh * kw * oh * ow
+    group = GROUP if pool and not direct and n >= threads else 1
+    per_thread = 0 if direct else c * kh * kw * oh * ow * group
     if pool:  # the result channels last, the windows' maxima and offsets
-        per_image += oh * ow * o + 2 * pout[0] * pout[1] * o
+        per_thread += group * oh * ow * o + 2 * pout[0] * pout[1] * o
     zeros = None
     if pool and indices:
         if oh * ow >= 1 << 24:  # (the loop keeps offsets in the plane as REAL values)
@@ -454,4 +472,4 @@ def _forward_plan(x, w, bias, stride, padding, dilation, out_size, relu, pool, i
                        o, kh, kw, *stride, *padding, *dilation, oh, ow, 0, 0, 0, 0, 0,
                        int(relu), *pk, *ps, *pout, 0], dtype=np.int64)
     return (kernel, params, _SLOTS, params.ctypes.data, (n, o) + (pout if pool else out_size),
-            per_image * (threads if n >= threads else 1), zeros)
+            per_thread * (threads if n >= threads else 1), zeros)
