@@ -21,7 +21,7 @@ import numpy as np
 
 from ..backends import cpu_blas
 from .c_loops import CLoop, address
-from .conv_kernels import COMMON, MIN_PARALLEL_FLOPS, buffer
+from .conv_kernels import COMMON, GROUP, MIN_PARALLEL_FLOPS, buffer
 
 PARTIALS = 8  # the most partial sums of the weight gradient (runs of images)
 
@@ -93,7 +93,8 @@ _BACKWARD = r"""
    image. p = [threads, runs, need_db, need_dx, pooled plane length (0: g is dense),
    g, dx, db partials (double, runs x O), status, conv_t...]: x the input, w the weight
    (O x K), out dW, bias db, index the pooling's indices (N, O, pooled) or 0, work:
-   (runs - 1) partials (O x K), then per thread the columns (K x L) and g (O x L). */
+   (runs - 1) partials (O x K), then per thread the columns (K x group*L) and g
+   (O x group*L). */
 void ember_kernel(int64_t *p)
 {
     const int threads = (int)p[0];
@@ -110,51 +111,60 @@ void ember_kernel(int64_t *p)
     const int64_t *index = (const int64_t *)q->index;
     REAL *dw = (REAL *)q->out, *db = (REAL *)q->bias, *work = (REAL *)q->work;
     REAL *partials = work, *per_thread = work + (runs - 1) * O * K;
+    /* where the gradient is built from the pooling's, several images side by side: one
+       GEMM each way for all of them (as the forward groups them) */
+    const int64_t group = PL && !direct ? GROUP : 1;
     int bad = 0;
     #pragma omp parallel num_threads(threads) if (threads > 1) reduction(|:bad)
     {
         REAL *cols = per_thread + (int64_t)omp_get_thread_num() *
-                     ((direct ? 0 : K * L) + (PL ? O * L : 0));
-        REAL *gbuf = cols + (direct ? 0 : K * L);
+                     ((direct ? 0 : K * L * group) + (PL ? O * L * group : 0));
+        REAL *gbuf = cols + (direct ? 0 : K * L * group);
         #pragma omp for schedule(static)
         for (int64_t run = 0; run < runs; run++) {
             REAL *part = run ? partials + (run - 1) * O * K : dw;
             double *dbr = dbp + run * O;
             for (int64_t o = 0; o < O; o++)
                 dbr[o] = 0;
-            for (int64_t n = N * run / runs; n < N * (run + 1) / runs; n++) {
+            const int64_t first = N * run / runs, last = N * (run + 1) / runs;
+            for (int64_t n = first; n < last; n += group) {
+                const int64_t ld = (last - n < group ? last - n : group) * L, gn = ld / L;
                 const REAL *g = gin + n * O * L;
                 if (PL) {  /* the pooling's backward: each gradient at its window's winner */
-                    const REAL *gp = gin + n * O * PL;
-                    const int64_t *at = index + n * O * PL;
-                    memset(gbuf, 0, (size_t)(O * L) * sizeof(REAL));
-                    for (int64_t o = 0; o < O; o++)
-                        for (int64_t i = 0; i < PL; i++) {
-                            const int64_t j = at[o * PL + i];
-                            if (j < 0 || j >= L) { bad = 1; continue; }
-                            gbuf[o * L + j] += gp[o * PL + i];
-                        }
+                    memset(gbuf, 0, (size_t)(O * ld) * sizeof(REAL));
+                    for (int64_t i = 0; i < gn; i++) {
+                        const REAL *gp = gin + (n + i) * O * PL;
+                        const int64_t *at = index + (n + i) * O * PL;
+                        for (int64_t o = 0; o < O; o++)
+                            for (int64_t s = 0; s < PL; s++) {
+                                const int64_t j = at[o * PL + s];
+                                if (j < 0 || j >= L) { bad = 1; continue; }
+                                gbuf[o * ld + i * L + j] += gp[o * PL + s];
+                            }
+                    }
                     g = gbuf;
                 }
                 if (need_db)
                     for (int64_t o = 0; o < O; o++) {
                         double s = 0;
-                        const REAL *row = g + o * L;
+                        const REAL *row = g + o * ld;
                         #pragma omp simd reduction(+:s)
-                        for (int64_t l = 0; l < L; l++)
+                        for (int64_t l = 0; l < ld; l++)
                             s += row[l];
                         dbr[o] += s;
                     }
                 const REAL *img = x + n * in_plane;
                 if (!direct)
-                    im2col(q, img, cols, L, 0, K);
-                gemm(q, 111, 112, O, K, L, g, L, direct ? img : cols, L,
-                     n == N * run / runs ? 0 : 1, part, K);
+                    for (int64_t i = 0; i < gn; i++)
+                        im2col(q, img + i * in_plane, cols + i * L, ld, 0, K);
+                gemm(q, 111, 112, O, K, ld, g, ld, direct ? img : cols, ld,
+                     n == first ? 0 : 1, part, K);
                 if (need_dx) {
                     REAL *c = direct ? dx + n * in_plane : cols;
-                    gemm(q, 112, 111, K, L, O, w, K, g, L, 0, c, L);
+                    gemm(q, 112, 111, K, ld, O, w, K, g, ld, 0, c, ld);
                     if (!direct)
-                        col2im(q, cols, L, dx + n * in_plane);
+                        for (int64_t i = 0; i < gn; i++)
+                            col2im(q, cols + i * L, ld, dx + (n + i) * in_plane);
                 }
             }
         }
@@ -180,7 +190,7 @@ void ember_kernel(int64_t *p)
 """
 
 WEIGHT_GRAD = CLoop("conv2d_weight_grad", _WEIGHT_GRAD, COMMON)
-BACKWARD = CLoop("conv2d_backward", _BACKWARD, COMMON)
+BACKWARD = CLoop("conv2d_backward", _BACKWARD, f"#define GROUP {GROUP}\n" + COMMON)
 INPUT_GRAD = CLoop("conv2d_input_grad", _INPUT_GRAD, COMMON)
 
 
@@ -282,7 +292,8 @@ def conv2d_backward(x, w, g, index, pooled_from, kernel_size, stride, padding, d
     pooled = 0 if index is None else g.shape[2] * g.shape[3]
     if index is not None:
         index = np.ascontiguousarray(index)
-    per_thread = (0 if direct else k * length) + (o * length if pooled else 0)
+    group = GROUP if pooled and not direct else 1
+    per_thread = ((0 if direct else k * length) + (o * length if pooled else 0)) * group
     work = buffer(x.dtype, (runs - 1) * o * k + threads * per_thread)
     dw = np.empty((o, c, kh, kw), x.dtype)
     db = np.empty(o, x.dtype) if need_db else None
