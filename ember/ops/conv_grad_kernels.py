@@ -21,7 +21,7 @@ import numpy as np
 
 from ..backends import cpu_blas
 from .c_loops import CLoop, address
-from .conv_kernels import COMMON, GROUP, MIN_PARALLEL_FLOPS, buffer
+from .conv_kernels import COMMON, MIN_PARALLEL_FLOPS, buffer, group_of
 
 PARTIALS = 8  # the most partial sums of the weight gradient (runs of images)
 
@@ -113,7 +113,7 @@ void ember_kernel(int64_t *p)
     REAL *partials = work, *per_thread = work + (runs - 1) * O * K;
     /* where the gradient is built from the pooling's, several images side by side: one
        GEMM each way for all of them (as the forward groups them) */
-    const int64_t group = PL && !direct ? GROUP : 1;
+    const int64_t group = PL && !direct ? group_of(K, L) : 1;
     int bad = 0;
     #pragma omp parallel num_threads(threads) if (threads > 1) reduction(|:bad)
     {
@@ -190,7 +190,7 @@ void ember_kernel(int64_t *p)
 """
 
 WEIGHT_GRAD = CLoop("conv2d_weight_grad", _WEIGHT_GRAD, COMMON)
-BACKWARD = CLoop("conv2d_backward", _BACKWARD, f"#define GROUP {GROUP}\n" + COMMON)
+BACKWARD = CLoop("conv2d_backward", _BACKWARD, COMMON)
 INPUT_GRAD = CLoop("conv2d_input_grad", _INPUT_GRAD, COMMON)
 
 
@@ -292,7 +292,7 @@ def conv2d_backward(x, w, g, index, pooled_from, kernel_size, stride, padding, d
     pooled = 0 if index is None else g.shape[2] * g.shape[3]
     if index is not None:
         index = np.ascontiguousarray(index)
-    group = GROUP if pooled and not direct else 1
+    group = group_of(k, length) if pooled and not direct else 1
     per_thread = ((0 if direct else k * length) + (o * length if pooled else 0)) * group
     work = buffer(x.dtype, (runs - 1) * o * k + threads * per_thread)
     dw = np.empty((o, c, kh, kw), x.dtype)

@@ -63,6 +63,18 @@ static void gemm(const conv_t *q, int ta, int tb, int64_t m, int64_t n, int64_t 
                           (int32_t)lda, b, (int32_t)ldb, beta, c, (int32_t)ldc);
 }
 
+/* Images whose columns one GEMM takes at once where the result is pooled (the result
+   channels last, or the gradient built from the pooling's, is then one matrix for all
+   of them): a product of 4 x 121 rows runs about 25 % faster than 4 of 121. Only while
+   the group's columns stay small (GROUP_LIMIT elements), so large images keep buffers
+   of one image. */
+#define GROUP 4
+#define GROUP_LIMIT (1 << 20)
+static int64_t group_of(int64_t K, int64_t L)
+{
+    return K * L * GROUP <= GROUP_LIMIT ? GROUP : 1;
+}
+
 /* the output columns [*lo, *hi) whose input column ow * SW + dw lies in [0, W) */
 static void span(const conv_t *q, int64_t dw, int64_t *lo, int64_t *hi)
 {
@@ -234,11 +246,6 @@ static void pool(const conv_t *q, const REAL *restrict yt, REAL *restrict out,
     }
 }
 
-/* Images whose columns one GEMM takes at once where the result is pooled (the result
-   channels last is then one matrix for all of them): a product of 4 x 121 rows runs
-   about 25 % faster than 4 of 121. */
-#define GROUP 4
-
 void ember_kernel(const int64_t *p)
 {
     const int threads = (int)p[0];
@@ -250,7 +257,7 @@ void ember_kernel(const int64_t *p)
     const int direct = q->KH == 1 && q->KW == 1 && q->SH == 1 && q->SW == 1 && !q->PH &&
                        !q->PW;
     const int64_t PL = q->POH * q->POW;
-    const int64_t group = q->PKH && !direct && q->N >= threads ? GROUP : 1;
+    const int64_t group = q->PKH && !direct && q->N >= threads ? group_of(K, L) : 1;
     /* per thread: the columns (K x group*L), and where it is pooled, the result channels
        last (group*L x O), the windows' maxima and their offsets (each POH*POW x O) */
     const int64_t cols_len = direct ? 0 : K * L * group;
@@ -373,7 +380,13 @@ def col2im_2d(cols, buf, geo) -> bool:
     return True
 
 
-GROUP = 4  # (as the C source's: images per GEMM where the result is pooled)
+GROUP, GROUP_LIMIT = 4, 1 << 20  # (as COMMON's: images per GEMM where pooled)
+
+
+def group_of(k: int, length: int) -> int:
+    """Images per GEMM (COMMON's ``group_of``) for columns of ``k`` x ``length``."""
+    return GROUP if k * length * GROUP <= GROUP_LIMIT else 1
+
 # A product this small runs on one thread (the threads' start and barriers cost more)
 MIN_PARALLEL_FLOPS = 1 << 21
 _work = threading.local()  # each Python thread's column buffers, grown as needed
@@ -457,7 +470,7 @@ def _forward_plan(x, w, bias, stride, padding, dilation, out_size, relu, pool, i
     if 2 * n * o * c * kh * kw * oh * ow < MIN_PARALLEL_FLOPS:
         threads = 1
     direct = kh == kw == 1 and stride == (1, 1) and padding == (0, 0)
-    group = GROUP if pool and not direct and n >= threads else 1
+    group = group_of(c * kh * kw, oh * ow) if pool and not direct and n >= threads else 1
     per_thread = 0 if direct else c * kh * kw * oh * ow * group
     if pool:  # the result channels last, the windows' maxima and offsets
         per_thread += group * oh * ow * o + 2 * pout[0] * pout[1] * o
