@@ -47,7 +47,9 @@ FORWARD = [(64, 1, (28, 28), 32, (3, 3), (1, 1), (0, 0), (0, 0), (1, 1)),
            (3, 5, (11, 9), 7, (3, 2), (2, 1), (1, 2), (0, 1), (1, 2)),
            (2, 8, (6, 6), 4, (1, 1), (1, 1), (0, 0), (0, 0), (1, 1)),
            (2, 3, (7, 8), 5, (1, 1), (2, 3), (0, 0), (0, 0), (1, 1)),
-           (1, 2, (9, 9), 3, (3, 3), (3, 2), (2, 2), (2, 2), (2, 1))]
+           (1, 2, (9, 9), 3, (3, 3), (3, 2), (2, 2), (2, 2), (2, 1)),
+           # columns too large to group images per GEMM (576 x 576 x 4 > 1M elements)
+           (3, 64, (26, 26), 8, (3, 3), (1, 1), (0, 0), (0, 0), (1, 1))]
 
 
 def _out_size(hw, k, st, lo, hi, dil):
@@ -171,7 +173,7 @@ def test_c_conv2d_weight_grad_sums_runs_of_images_in_a_fixed_order():
     assert G.conv2d_weight_grad(x.astype(np.float32), g, (3, 3), st, lo, dil) is None
 
 
-@pytest.mark.parametrize("case", FORWARD[:4])
+@pytest.mark.parametrize("case", FORWARD[:4] + FORWARD[-1:])
 @pytest.mark.parametrize("relu", [True, False])
 def test_c_conv2d_indexed_pooling_matches_conv_relu_max_pool(case, relu, monkeypatch):
     from ember.ops import pooling
@@ -215,3 +217,29 @@ def test_c_conv2d_backward_gives_the_three_gradients(case, monkeypatch):
     dw, db, dx = G.conv2d_backward(x, None, g, None, None, w.shape[2:], st, lo, dil, False)
     assert db is None and dx is None
     np.testing.assert_array_equal(dw, got[0])
+
+
+@pytest.mark.parametrize("case", [FORWARD[1], FORWARD[3], FORWARD[-1]])
+def test_c_conv2d_backward_from_a_pooling_gradient(case, monkeypatch):
+    from ember.ops import pooling
+    x, w, _, st, lo, hi, dil, out = _conv_case(case, np.float64, bias=False)
+    rng = np.random.default_rng(7)
+    pooled = tuple(s // 2 for s in out)
+    y = rng.standard_normal((x.shape[0], w.shape[0]) + out)
+    _, index = pooling._max_pool_forward(np, y, (2, 2), (2, 2), (1, 1), (0, 0), pooled, False)
+    gp = rng.standard_normal(index.shape)
+    got = G.conv2d_backward(x, w, gp, index, out, w.shape[2:], st, lo, dil, True)
+    if got is None:
+        pytest.skip("no C compiler or OpenBLAS for the gradient kernels")
+    g = pooling._max_unpool_forward(np, gp, index, out, False)
+    pads = tuple(zip(lo, hi))
+    with monkeypatch.context() as m:
+        m.setattr(C, "conv2d_weight_grad", lambda *a: None)
+        m.setattr(C, "conv2d_input_grad", lambda *a: None)
+        want = (C._conv_weight_grad_forward(np, x, g, stride=st, padding=pads, dilation=dil,
+                                            groups=1, kernel_size=w.shape[2:]),
+                g.sum(axis=(0, 2, 3)),
+                C._conv_transpose_forward(np, g, w, stride=st, padding=pads, dilation=dil,
+                                          groups=1, out_size=x.shape[2:]))
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12 * np.abs(b).max())
