@@ -10,8 +10,13 @@ adds the bias there. With fewer images than threads, the threads share each imag
 of the columns, then blocks of output channels. ``ember.jit`` also folds a following
 ReLU and max pooling into the same call (:mod:`ember.compiler.passes.epilogues`):
 the image's result is pooled while it sits in cache, and only the pooled values are
-written. Max pooling commutes with adding a per-channel bias and with ReLU (both are
-monotone), so the epilogue pools first and adds and clips the pooled values only.
+written. The result is then computed channels last (``(H*W, O)``, several images per
+GEMM), so that each pooling window's max is one vector across the channels; max pooling
+commutes with adding a per-channel bias and with ReLU (both are monotone), so without
+indices the epilogue pools first and adds and clips the pooled values only. With
+indices (training) each value gets its bias and ReLU before the comparisons, so ties
+resolve as in the unfused pooling. Calls are planned once per shape and thread (the
+parameters, the buffer sizes), so a call costs a few microseconds of Python.
 
 col2im: the backward of a convolution with respect to its input adds every column entry
 back into the input position it was read from. In NumPy that is one strided ``+=`` per
@@ -25,7 +30,6 @@ compiler (the forward also needs the OpenBLAS NumPy uses: ``backends/cpu_blas``)
 anything else (``None``/``False`` from these functions) takes the NumPy path.
 """
 from __future__ import annotations
-
 
 import threading
 

@@ -4,7 +4,12 @@ while each block of its result is in cache, instead of by passes over memory aft
 - A 2-D ``convolution`` whose result only a ``relu`` reads, and whose ReLU (or, without
   one, whose result) only a ``max_pool_values`` reads, becomes one ``conv2d_fused``
   instruction (:mod:`ember.ops.conv_fused`): the C loop pools each image's result while
-  it is in cache and writes the pooled values only.
+  it is in cache and writes the pooled values only. With a ``max_pool`` that keeps its
+  indices (in training) it becomes ``conv2d_fused_indexed``, which gives the same
+  values and indices.
+- In training the ReLU's gradient mask reads the ReLU's full-size result; first,
+  :func:`pool_relu_masks` moves that mask below the pooling's backward (onto the pooled
+  values), so that the pooling is the ReLU's only reader.
 - A ``linear`` whose result only a ``relu`` reads becomes a ``linear`` with
   ``relu=True``: the BLAS driver applies the bias and the ReLU block by block
   (:mod:`ember.backends.cpu_blas`).
@@ -13,11 +18,8 @@ The same numbers: max pooling commutes with adding a per-channel bias and with R
 (both are monotone), and the products are the same products.
 
 Only where fused kernels are C (the loops are the CPU's), for float32/float64, and for
-the convolution only with one group and a pooling without padding or dilation. A
-pooling that keeps its indices (``max_pool``, in training) is never fused: the backward
-reads the convolution's result through them. The ReLU's backward reads the ReLU's own
-result, which the fused instruction returns, so in training a convolution or a linear
-layer still takes its ReLU in.
+the convolution only with one group and a pooling without padding or dilation whose
+windows fit (no ceil mode past the edge).
 """
 from __future__ import annotations
 
