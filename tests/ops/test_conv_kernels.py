@@ -145,14 +145,7 @@ def test_c_conv2d_gradients_match_the_numpy_path(case, dtype, monkeypatch):
     dx = G.conv2d_input_grad(g, w, x.shape[2:], st, lo, dil)
     if dw is None or dx is None:
         pytest.skip("no C compiler or OpenBLAS for the gradient kernels")
-    pads = tuple(zip(lo, hi))
-    with monkeypatch.context() as m:
-        m.setattr(C, "conv2d_weight_grad", lambda *a: None)
-        m.setattr(C, "conv2d_input_grad", lambda *a: None)
-        want_dw = C._conv_weight_grad_forward(np, x, g, stride=st, padding=pads, dilation=dil,
-                                              groups=1, kernel_size=w.shape[2:])
-        want_dx = C._conv_transpose_forward(np, g, w, stride=st, padding=pads, dilation=dil,
-                                            groups=1, out_size=x.shape[2:])
+    want_dw, _, want_dx = _numpy_gradients(x, w, g, st, lo, hi, dil, monkeypatch)
     tol = 1e-5 if dtype == np.float32 else 1e-12
     for got, want in ((dw, want_dw), (dx, want_dx)):
         assert got.shape == want.shape and got.dtype == want.dtype
@@ -196,6 +189,19 @@ def test_c_conv2d_indexed_pooling_matches_conv_relu_max_pool(case, relu, monkeyp
     assert (got[1] == want[1])[same].mean() > 0.99
 
 
+def _numpy_gradients(x, w, g, st, lo, hi, dil, monkeypatch):
+    """(dW, db, dx) through conv.py's NumPy paths."""
+    pads = tuple(zip(lo, hi))
+    with monkeypatch.context() as m:
+        m.setattr(C, "conv2d_weight_grad", lambda *a: None)
+        m.setattr(C, "conv2d_input_grad", lambda *a: None)
+        return (C._conv_weight_grad_forward(np, x, g, stride=st, padding=pads, dilation=dil,
+                                            groups=1, kernel_size=w.shape[2:]),
+                g.sum(axis=(0, 2, 3)),
+                C._conv_transpose_forward(np, g, w, stride=st, padding=pads, dilation=dil,
+                                          groups=1, out_size=x.shape[2:]))
+
+
 @pytest.mark.parametrize("case", FORWARD)
 def test_c_conv2d_backward_gives_the_three_gradients(case, monkeypatch):
     x, w, _, st, lo, hi, dil, out = _conv_case(case, np.float64, bias=False)
@@ -203,15 +209,7 @@ def test_c_conv2d_backward_gives_the_three_gradients(case, monkeypatch):
     got = G.conv2d_backward(x, w, g, None, None, w.shape[2:], st, lo, dil, True)
     if got is None:
         pytest.skip("no C compiler or OpenBLAS for the gradient kernels")
-    pads = tuple(zip(lo, hi))
-    with monkeypatch.context() as m:
-        m.setattr(C, "conv2d_weight_grad", lambda *a: None)
-        m.setattr(C, "conv2d_input_grad", lambda *a: None)
-        want = (C._conv_weight_grad_forward(np, x, g, stride=st, padding=pads, dilation=dil,
-                                            groups=1, kernel_size=w.shape[2:]),
-                g.sum(axis=(0, 2, 3)),
-                C._conv_transpose_forward(np, g, w, stride=st, padding=pads, dilation=dil,
-                                          groups=1, out_size=x.shape[2:]))
+    want = _numpy_gradients(x, w, g, st, lo, hi, dil, monkeypatch)
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12 * np.abs(b).max())
     dw, db, dx = G.conv2d_backward(x, None, g, None, None, w.shape[2:], st, lo, dil, False)
@@ -232,14 +230,6 @@ def test_c_conv2d_backward_from_a_pooling_gradient(case, monkeypatch):
     if got is None:
         pytest.skip("no C compiler or OpenBLAS for the gradient kernels")
     g = pooling._max_unpool_forward(np, gp, index, out, False)
-    pads = tuple(zip(lo, hi))
-    with monkeypatch.context() as m:
-        m.setattr(C, "conv2d_weight_grad", lambda *a: None)
-        m.setattr(C, "conv2d_input_grad", lambda *a: None)
-        want = (C._conv_weight_grad_forward(np, x, g, stride=st, padding=pads, dilation=dil,
-                                            groups=1, kernel_size=w.shape[2:]),
-                g.sum(axis=(0, 2, 3)),
-                C._conv_transpose_forward(np, g, w, stride=st, padding=pads, dilation=dil,
-                                          groups=1, out_size=x.shape[2:]))
+    want = _numpy_gradients(x, w, g, st, lo, hi, dil, monkeypatch)
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12 * np.abs(b).max())
