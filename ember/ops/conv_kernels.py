@@ -31,6 +31,7 @@ anything else (``None``/``False`` from these functions) takes the NumPy path.
 """
 from __future__ import annotations
 
+import os
 import threading
 
 import numpy as np
@@ -428,7 +429,7 @@ def conv2d_forward(x, w, bias, stride, padding, dilation, out_size, relu=False,
                                           relu, pool, indices)
         if len(plans) > 256:  # (shapes seen long ago go; a plan is cheap to make again)
             plans.pop(next(iter(plans)))
-    if plan is False:
+    if plan is False or os.getpid() != FORWARD.pid:  # (a forked child: NumPy's path)
         return None
     kernel, params, slots, address_of_params, out_shape, work_size, zeros = plan
     if not x.flags.c_contiguous:

@@ -233,3 +233,25 @@ def test_c_conv2d_backward_from_a_pooling_gradient(case, monkeypatch):
     want = _numpy_gradients(x, w, g, st, lo, hi, dil, monkeypatch)
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12 * np.abs(b).max())
+
+
+def test_a_forked_child_takes_the_numpy_path(tmp_path):
+    """OpenMP is not fork-safe: a plan made in the parent must not run in a child."""
+    import os
+    x, w, b, st, lo, hi, dil, out = _conv_case(FORWARD[1], np.float32)
+    parent = K.conv2d_forward(x, w, b, st, lo, dil, out)
+    if parent is None:
+        pytest.skip("no C compiler or OpenBLAS for the forward kernel")
+    pid = os.fork()
+    if pid == 0:  # the child: the C path declines, conv.py's NumPy path answers
+        ok = False
+        try:
+            ok = K.conv2d_forward(x, w, b, st, lo, dil, out) is None and np.allclose(
+                C._conv_forward(np, x, w, b, stride=st, padding=tuple(zip(lo, hi)),
+                                dilation=dil, groups=1, out_size=out), parent,
+                rtol=1e-4, atol=1e-3)
+        except BaseException:
+            pass
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
