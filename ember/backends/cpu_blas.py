@@ -16,6 +16,14 @@ products outside ember then run on one thread too. It applies to float32 and flo
 operands whose last two dims are rows or columns of unit stride, with a C compiler to
 build the small driver; anything else (a NumPy without OpenBLAS, a forked child) is
 ``np.matmul``.
+
+Each block can end with an epilogue (a bias added to its rows, then ReLU), applied while
+the block is in cache: a Linear's bias, and the ReLU ``ember.jit`` folds into it. A row
+times a transposed matrix (a Linear at batch 1) is the driver's own GEMV, four weight
+rows per load of the row, where OpenBLAS's GEMM reads the weights at about half the
+cache's speed. A product's parameters are made once per shape and Python thread (a
+*plan*); a call then writes its arrays' pointers, read from the array objects
+(:mod:`ember.backends.addresses`), and calls the driver.
 """
 from __future__ import annotations
 
