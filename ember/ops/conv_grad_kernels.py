@@ -215,8 +215,8 @@ def _params(head, blas, dtype, x, w, out, work, n, c, hw, o, kernel, stride, pad
     sgemm, dgemm, wide = blas
     return np.array(head + [sgemm if dtype == np.float32 else dgemm, wide, n, c, *hw, o,
                             *kernel, *stride, *padding, *dilation, *out_size,
-                            x.ctypes.data, w.ctypes.data, 0, out.ctypes.data,
-                            work.ctypes.data, 0, 0, 0, 0, 0, 0, 0, 0], dtype=np.int64)
+                            address(x), address(w), 0, address(out),
+                            address(work), 0, 0, 0, 0, 0, 0, 0, 0], dtype=np.int64)
 
 
 def conv2d_weight_grad(x, g, kernel_size, stride, padding, dilation):

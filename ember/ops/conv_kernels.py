@@ -379,7 +379,7 @@ def col2im_2d(cols, buf, geo) -> bool:
     if 2 * buf.size < 1 << 16:
         threads = 1
     params = np.array([threads, geo.n, geo.c, geo.kernel[0], geo.kernel[1], g0, g1, plane,
-                       cols.ctypes.data, buf.ctypes.data, sc, sk0, sk1, sn, sg0, sg1,
+                       address(cols), address(buf), sc, sk0, sk1, sn, sg0, sg1,
                        geo.dilation[0] * row, geo.dilation[1], tg0, tg1], dtype=np.int64)
     kernel(params.ctypes.data)
     return True

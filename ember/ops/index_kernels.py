@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .c_loops import CLoop
+from .c_loops import CLoop, address
 
 _SOURCE = r"""
 #include <stdint.h>
@@ -73,8 +73,8 @@ def add_rows(out, idx, rows) -> bool:
     n, d = rows.shape
     if n * d < MIN_PARALLEL:
         threads = 1
-    params = np.array([threads, n, d, out.shape[0], idx.ctypes.data, rows.ctypes.data,
-                       out.ctypes.data, 0], dtype=np.int64)
+    params = np.array([threads, n, d, out.shape[0], address(idx), address(rows),
+                       address(out), 0], dtype=np.int64)
     kernel(params.ctypes.data)
     return params[7] == 0
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..compiler.codegen.scalar import PRELUDE
-from .c_loops import CLoop
+from .c_loops import CLoop, address
 
 _SOURCE = r"""
 #define EXP(v) _Generic((v), float: ember_expf, default: exp)(v)
@@ -80,9 +80,9 @@ def row_statistics(x, safe, with_sums: bool):
     sums = np.empty(n, x.dtype) if with_sums else None
     if x.size < MIN_PARALLEL:
         threads = 1
-    params = np.array([threads, n, x.shape[1], x.ctypes.data, safe.ctypes.data,
-                       lse.ctypes.data, picked.ctypes.data,
-                       0 if sums is None else sums.ctypes.data], dtype=np.int64)
+    params = np.array([threads, n, x.shape[1], address(x), address(safe),
+                       address(lse), address(picked),
+                       0 if sums is None else address(sums)], dtype=np.int64)
     kernel(params.ctypes.data)
     return lse, picked, sums
 

@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from .c_loops import CLoop
+from .c_loops import CLoop, address
 
 _SOURCE = r"""
 #include <stdint.h>
@@ -141,9 +141,9 @@ def normalize_backward(g, x, mean, rstd, weight, axes, center, param_shape, need
     gx = np.empty_like(x) if need[0] else None
     gw = np.zeros((threads, n)) if need[1] else None
     gb = np.zeros((threads, n)) if need[2] else None
-    addr = [0 if a is None else a.ctypes.data for a in (weight, gx, gw, gb)]
-    params = np.array([threads, rows, n, int(center), g.ctypes.data, x.ctypes.data,
-                       mean.ctypes.data, rstd.ctypes.data] + addr, dtype=np.int64)
+    addr = [0 if a is None else address(a) for a in (weight, gx, gw, gb)]
+    params = np.array([threads, rows, n, int(center), address(g), address(x),
+                       address(mean), address(rstd)] + addr, dtype=np.int64)
     kernel(params.ctypes.data)
     zero = np.zeros((), dtype=dtype)
     out_shape = tuple(param_shape) if param_shape else x.shape[x.ndim - k:]

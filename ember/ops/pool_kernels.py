@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .c_loops import CLoop
+from .c_loops import CLoop, address
 
 _SOURCE = r"""
 #include <stdint.h>
@@ -145,7 +145,7 @@ def max_pool2d(x, kernel, stride, dilation, padding, out_size):
     if x.size < MIN_PARALLEL:
         threads = 1
     params = np.array([0, threads, n * c, h, w, oh, ow, *kernel, *stride, *dilation,
-                       *padding, x.ctypes.data, values.ctypes.data, index.ctypes.data, 0],
+                       *padding, address(x), address(values), address(index), 0],
                       dtype=np.int64)
     kernel_fn(params.ctypes.data)
     return values, index
@@ -166,7 +166,7 @@ def max_unpool2d(g, index, size):
     if out.size < MIN_PARALLEL:
         threads = 1
     params = np.array([1, threads, n * c, size[0], size[1], oh, ow] + [0] * 8 +
-                      [g.ctypes.data, out.ctypes.data, index.ctypes.data, 0], dtype=np.int64)
+                      [address(g), address(out), address(index), 0], dtype=np.int64)
     kernel_fn(params.ctypes.data)
     return out if params[18] == 0 else None
 

@@ -17,6 +17,8 @@ import os
 
 import numpy as np
 
+from ..backends.addresses import address
+
 __all__ = ["PackedInt8Weight", "accumulate", "available"]
 
 _PANEL = 16   # output columns per 512-bit accumulator
@@ -96,7 +98,7 @@ def _kernel():
             kernel = build.load_c_function("int8_gemm", _SOURCE)
             if kernel is not None:  # (else the float route)
                 probe = np.zeros(9, np.int64)  # M = 0: only reports whether VNNI is in
-                kernel(probe.ctypes.data)
+                kernel(address(probe))
                 if probe[8] == 1:
                     _state["kernel"] = (kernel, build.max_threads())
     return _state["kernel"]
@@ -144,8 +146,8 @@ def accumulate(x: np.ndarray, x_zero_point: int, weight: PackedInt8Weight):
     out = np.empty((rows, weight.n), np.int32)
     if 2 * rows * weight.n * k < 1 << 20:
         threads = 1
-    params = np.array([threads, rows, weight.panels, weight.k4, a.ctypes.data,
-                       weight.packed.ctypes.data, out.ctypes.data, weight.n, 0], np.int64)
+    params = np.array([threads, rows, weight.panels, weight.k4, address(a),
+                       address(weight.packed), address(out), weight.n, 0], np.int64)
     kernel(params.ctypes.data)
     out = out[:m]
     # sum (x - xz)(w - wz) = sum x w - wz sum_k x - (xz sum_k w - K xz wz): in int32,
