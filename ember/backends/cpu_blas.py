@@ -47,7 +47,7 @@ _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 _np_matmul = np.matmul
 _pid = os.getpid()
 _state: dict = {}
-_local = threading.local()  # each Python thread's plans (their params are written per call)
+_local = threading.local()  # each Python thread's plans
 
 # The driver: p = [gemm, int64 ints?, item size, threads, batch, M, N, K,
 #                  A, lda, A batch stride, A transposed, B, ldb, B stride, B transposed,
@@ -350,20 +350,21 @@ def _product(a, b, bias, relu):
             plans.pop(next(iter(plans)))
     if plan is False or os.getpid() != _pid:
         return (_np_matmul(a, b),)
-    kernel, params, where, out_shape = plan
+    kernel, template, out_shape = plan
     out = np.empty(out_shape, a.dtype)
-    params[8] = address(a)
+    params = template.copy()  # (a copy per call: code run between these lines, a signal
+    params[8] = address(a)    # handler or a finaliser, may make the same product)
     params[12] = address(b)
     params[16] = address(out)
     if bias is not None:
         params[18] = address(bias)
-    kernel(where)
+    kernel(address(params))
     return out
 
 
 def _plan(a, b, bias, relu):
     """Everything about a product but its arrays' addresses, or False where it is
-    NumPy's: (kernel, params, the params' address, the output shape)."""
+    NumPy's: (kernel, params with the pointers left 0, the output shape)."""
     driver = _driver()  # (first: with the driver off, nothing else is looked at)
     if driver is None or a.dtype is not b.dtype or (a.dtype != _F32 and a.dtype != _F64) or \
             a.ndim < 2 or (b.ndim != 2 and b.ndim != a.ndim):
@@ -399,7 +400,7 @@ def _plan(a, b, bias, relu):
     params = np.array([sgemm if a.dtype == _F32 else dgemm, wide, a.itemsize, threads, batch,
                        m, n, k, 0, la[1], sa, la[0], 0, lb[1], sb, lb[0], 0,
                        m * n if batch > 1 else 0, 0, int(relu)], dtype=np.int64)
-    return kernel, params, params.ctypes.data, lead + (a.shape[-2], n)
+    return kernel, params, lead + (a.shape[-2], n)
 
 
 __all__ = ["entry_points", "matmul", "MIN_PARALLEL_BYTES", "MIN_PARALLEL_FLOPS"]

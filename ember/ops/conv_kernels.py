@@ -431,7 +431,7 @@ def conv2d_forward(x, w, bias, stride, padding, dilation, out_size, relu=False,
             plans.pop(next(iter(plans)))
     if plan is False or os.getpid() != FORWARD.pid:  # (a forked child: NumPy's path)
         return None
-    kernel, params, slots, address_of_params, out_shape, work_size, zeros = plan
+    kernel, template, out_shape, work_size, zeros = plan
     if not x.flags.c_contiguous:
         x = np.ascontiguousarray(x)
     if not w.flags.c_contiguous:
@@ -441,19 +441,24 @@ def conv2d_forward(x, w, bias, stride, padding, dilation, out_size, relu=False,
     index = np.empty(out_shape, np.int64) if indices else None
     if zeros is not None:
         bias = zeros
-    params[slots] = [address(x), address(w), 0 if bias is None else address(bias),
-                     address(out), address(work), 0 if index is None else address(index)]
-    kernel(address_of_params)
+    params = template.copy()  # (a copy per call: code run in between may make the same call)
+    params[18] = address(x)   # (one element at a time: a fancy-index store costs 5 us)
+    params[19] = address(w)
+    params[21] = address(out)
+    params[22] = address(work)
+    if bias is not None:
+        params[20] = address(bias)
+    if index is not None:
+        params[30] = address(index)
+    kernel(address(params))
     return out if index is None else (out, index)
-
-
-_SLOTS = [18, 19, 20, 21, 22, 30]  # x, w, bias, out, work, index in [threads, conv_t...]
 
 
 def _forward_plan(x, w, bias, stride, padding, dilation, out_size, relu, pool, indices):
     """Everything about a forward call but its arrays, or False where the C loop does not
-    apply: (kernel, params, the params' pointer slots, the params' address, the output
-    shape, the work size, zeros standing for a missing bias or None)."""
+    apply: (kernel, params with the pointers left 0 (x, w, bias, out, work, index at 18-22
+    and 30: after the threads, conv_t's fields), the output shape, the work size, zeros
+    standing for a missing bias or None)."""
     if x.dtype != w.dtype or x.ndim != 4 or w.ndim != 4 or x.shape[1] != w.shape[1] or \
             (bias is not None and (bias.dtype != x.dtype or bias.shape != (w.shape[0],))):
         return False
@@ -489,5 +494,5 @@ def _forward_plan(x, w, bias, stride, padding, dilation, out_size, relu, pool, i
     params = np.array([threads, sgemm if x.dtype == np.float32 else dgemm, wide, n, c, h, wd,
                        o, kh, kw, *stride, *padding, *dilation, oh, ow, 0, 0, 0, 0, 0,
                        int(relu), *pk, *ps, *pout, 0], dtype=np.int64)
-    return (kernel, params, _SLOTS, params.ctypes.data, (n, o) + (pout if pool else out_size),
+    return (kernel, params, (n, o) + (pout if pool else out_size),
             per_thread * (threads if n >= threads else 1), zeros)
