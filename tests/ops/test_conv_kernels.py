@@ -255,3 +255,32 @@ def test_a_forked_child_takes_the_numpy_path(tmp_path):
         os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
     assert os.WEXITSTATUS(status) == 0
+
+
+def test_python_threads_calling_at_once_get_their_own_results():
+    """Plans and column buffers are per Python thread (the C calls release the GIL)."""
+    import threading
+    from ember.backends import cpu_blas
+    cases = [_conv_case(FORWARD[i], np.float32, seed=i) for i in (1, 2, 3, 1)]
+    want = [K.conv2d_forward(x, w, b, st, lo, dil, out, relu=True, pool=((2, 2), (2, 2)))
+            for x, w, b, st, lo, hi, dil, out in cases]
+    if want[0] is None:
+        pytest.skip("no C compiler or OpenBLAS for the forward kernel")
+    a = np.random.default_rng(9).standard_normal((4, 96, 784)).astype(np.float32)
+    wm = np.random.default_rng(10).standard_normal((512, 784)).astype(np.float32)
+    want_mm = [cpu_blas.matmul(a[i], wm.T) for i in range(4)]
+    bad = []
+
+    def work(i):
+        x, w, b, st, lo, hi, dil, out = cases[i]
+        for _ in range(20):
+            got = K.conv2d_forward(x, w, b, st, lo, dil, out, relu=True, pool=((2, 2), (2, 2)))
+            mm = cpu_blas.matmul(a[i], wm.T)
+            if not (np.array_equal(got, want[i]) and np.array_equal(mm, want_mm[i])):
+                bad.append(i)
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not bad
