@@ -1,4 +1,6 @@
-"""Data pointers of NumPy arrays for C calls, without ``a.ctypes.data``'s object per call."""
+"""For calls into C: data pointers of NumPy arrays (without ``a.ctypes.data``'s object
+per call), and call plans (what a call needs beyond its arrays' pointers, made once per
+shape)."""
 from __future__ import annotations
 
 import ctypes
@@ -22,4 +24,21 @@ def address(a) -> int:
     return _from_address(id(a) + offset).value
 
 
-__all__ = ["address"]
+class Plans:
+    """Plans by key, each made once by ``make(*args)`` at its key's first call; the
+    oldest goes past ``size`` of them (one is cheap to make again). A plan is read only:
+    a caller copies what it fills in per call, so threads may share them."""
+
+    def __init__(self, make, size: int = 512):
+        self.make, self.size, self.plans = make, size, {}
+
+    def get(self, key, *args):
+        plan = self.plans.get(key)
+        if plan is None:
+            plan = self.plans[key] = self.make(*args)
+            if len(self.plans) > self.size:
+                self.plans.pop(next(iter(self.plans)), None)
+        return plan
+
+
+__all__ = ["Plans", "address"]

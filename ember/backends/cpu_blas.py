@@ -21,8 +21,8 @@ Each block can end with an epilogue (a bias added to its rows, then ReLU), appli
 the block is in cache: a Linear's bias, and the ReLU ``ember.jit`` folds into it. A row
 times a transposed matrix (a Linear at batch 1) is the driver's own GEMV, four weight
 rows per load of the row, where OpenBLAS's GEMM reads the weights at about half the
-cache's speed. A product's parameters are made once per shape and Python thread (a
-*plan*); a call then writes its arrays' pointers, read from the array objects
+cache's speed. A product's parameters are made once per shape (a *plan*); a call then
+writes its arrays' pointers, read from the array objects
 (:mod:`ember.backends.addresses`), and calls the driver.
 """
 from __future__ import annotations
@@ -31,11 +31,10 @@ import ctypes
 import glob
 import math
 import os
-import threading
 
 import numpy as np
 
-from .addresses import address
+from .addresses import Plans, address
 
 # Smaller products run on one thread (splitting costs more than it saves there), unless
 # their operands are large: a matrix-vector product (a Linear layer at batch 1) is
@@ -47,7 +46,6 @@ _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 _np_matmul = np.matmul
 _pid = os.getpid()
 _state: dict = {}
-_local = threading.local()  # each Python thread's plans
 
 # The driver: p = [gemm, int64 ints?, item size, threads, batch, M, N, K,
 #                  A, lda, A batch stride, A transposed, B, ldb, B stride, B transposed,
@@ -340,14 +338,7 @@ def _product(a, b, bias, relu):
         return (_np_matmul(a, b),)
     key = (a.shape, a.strides, b.shape, b.strides, a.dtype, b.dtype,
            None if bias is None else (bias.shape, bias.strides, bias.dtype), relu)
-    plans = getattr(_local, "plans", None)
-    if plans is None:
-        plans = _local.plans = {}
-    plan = plans.get(key)
-    if plan is None:
-        plan = plans[key] = _plan(a, b, bias, relu)
-        if len(plans) > 512:  # (shapes seen long ago go; a plan is cheap to make again)
-            plans.pop(next(iter(plans)))
+    plan = _PLANS.get(key, a, b, bias, relu)
     if plan is False or os.getpid() != _pid:
         return (_np_matmul(a, b),)
     kernel, template, out_shape = plan
@@ -402,5 +393,7 @@ def _plan(a, b, bias, relu):
                        m * n if batch > 1 else 0, 0, int(relu)], dtype=np.int64)
     return kernel, params, lead + (a.shape[-2], n)
 
+
+_PLANS = Plans(_plan)
 
 __all__ = ["entry_points", "matmul", "MIN_PARALLEL_BYTES", "MIN_PARALLEL_FLOPS"]

@@ -8,15 +8,15 @@ one image's columns into its own buffer (in cache), multiplies them by the weigh
 one-thread GEMM straight into that image's output (already in ``(O, H, W)`` order), and
 adds the bias there. With fewer images than threads, the threads share each image: rows
 of the columns, then blocks of output channels. ``ember.jit`` also folds a following
-ReLU and max pooling into the same call (:mod:`ember.compiler.passes.epilogues`):
-the image's result is pooled while it sits in cache, and only the pooled values are
-written. The result is then computed channels last (``(H*W, O)``, several images per
-GEMM), so that each pooling window's max is one vector across the channels; max pooling
-commutes with adding a per-channel bias and with ReLU (both are monotone), so without
-indices the epilogue pools first and adds and clips the pooled values only. With
-indices (training) each value gets its bias and ReLU before the comparisons, so ties
-resolve as in the unfused pooling. Calls are planned once per shape and thread (the
-parameters, the buffer sizes), so a call costs a few microseconds of Python.
+ReLU and max pooling into the same call (:mod:`ember.compiler.passes.epilogues`): the
+image's result is pooled while it sits in cache, and only the pooled values are written.
+The result is then computed channels last (``(H*W, O)``, several images per GEMM), so
+that each pooling window's max is one vector across the channels; max pooling commutes
+with adding a per-channel bias and with ReLU (both are monotone), so without indices the
+epilogue pools first and adds and clips the pooled values only. With indices (training)
+each value gets its bias and ReLU before the comparisons, so ties resolve as in the
+unfused pooling. Calls are planned once per shape (the parameters, the buffer sizes), so
+a call costs a few microseconds of Python.
 
 col2im: the backward of a convolution with respect to its input adds every column entry
 back into the input position it was read from. In NumPy that is one strided ``+=`` per
@@ -37,6 +37,7 @@ import threading
 import numpy as np
 
 from ..backends import cpu_blas
+from ..backends.addresses import Plans
 from .c_loops import CLoop, address
 
 # Shared by the forward and the gradients (conv_grad_kernels.py): the BLAS entry point's
@@ -420,15 +421,8 @@ def conv2d_forward(x, w, bias, stride, padding, dilation, out_size, relu=False,
         return None
     key = (x.shape, w.shape, x.dtype, w.dtype, None if bias is None else (bias.shape, bias.dtype),
            stride, padding, dilation, out_size, relu, pool, indices)
-    plans = getattr(_work, "plans", None)
-    if plans is None:
-        plans = _work.plans = {}
-    plan = plans.get(key)
-    if plan is None:
-        plan = plans[key] = _forward_plan(x, w, bias, stride, padding, dilation, out_size,
-                                          relu, pool, indices)
-        if len(plans) > 256:  # (shapes seen long ago go; a plan is cheap to make again)
-            plans.pop(next(iter(plans)))
+    plan = _PLANS.get(key, x, w, bias, stride, padding, dilation, out_size, relu, pool,
+                      indices)
     if plan is False or os.getpid() != FORWARD.pid:  # (a forked child: NumPy's path)
         return None
     kernel, template, out_shape, work_size, zeros = plan
@@ -496,3 +490,6 @@ def _forward_plan(x, w, bias, stride, padding, dilation, out_size, relu, pool, i
                        int(relu), *pk, *ps, *pout, 0], dtype=np.int64)
     return (kernel, params, (n, o) + (pout if pool else out_size),
             per_thread * (threads if n >= threads else 1), zeros)
+
+
+_PLANS = Plans(_forward_plan, 256)
