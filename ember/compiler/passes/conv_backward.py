@@ -17,14 +17,12 @@ without overlapping windows.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from ...ops.conv_fused import CONV2D_BACKWARD_FUSED
 from ...ops.registry import OPS
 from ..codegen import backend_name
 from ..ir import Graph, Instr
+from .epilogues import _FLOATS
 
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _GEOMETRY = ("stride", "padding", "dilation")
 
 
