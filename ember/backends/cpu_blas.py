@@ -35,12 +35,19 @@ import os
 import numpy as np
 
 from .addresses import Plans, address
+from .cpu_gemm import SOURCE
 
 # Smaller products run on one thread (splitting costs more than it saves there), unless
 # their operands are large: a matrix-vector product (a Linear layer at batch 1) is
 # bound by memory, and two cores each reading half the weights take half the time.
 MIN_PARALLEL_FLOPS = 1 << 21
 MIN_PARALLEL_BYTES = 1 << 19
+
+# ember's own GEMM (:mod:`cpu_gemm`) for the driver's products; ``EMBER_GEMM=openblas`` keeps
+# OpenBLAS's
+OWN_GEMM = os.environ.get("EMBER_GEMM", "").strip().lower() != "openblas"
+# larger products are OpenBLAS's, whose blocking for big matrices is better
+OWN_GEMM_MAX_FLOPS = 1 << 28
 
 _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 _np_matmul = np.matmul
@@ -52,9 +59,7 @@ _state: dict = {}
 #                  C, C batch stride, bias (N values) or 0, relu]; strides in elements;
 # C is contiguous (ldc = N). Each block adds the bias to its rows and applies the relu
 # right after its product, while the block is in cache.
-_SOURCE = r"""
-#include <stdint.h>
-#include <string.h>
+_SOURCE = SOURCE + r"""
 #include <omp.h>
 #define GEMM_TYPES(T, I) \
     typedef void (*T##_l)(int, int, int, int64_t, int64_t, int64_t, T, const T *, int64_t, \
@@ -145,10 +150,20 @@ static void block(const int64_t *p, int64_t b, int64_t m0, int64_t m1, int64_t n
     const char *B = (const char *)p[12] + (b * p[14] + (p[15] ? n0 * ldb : n0)) * item;
     char *C = (char *)p[16] + (b * p[17] + m0 * ldc + n0) * item;
     const int64_t m = m1 - m0, n = n1 - n0;
+    const int64_t ai = p[11] ? 1 : lda, ak = p[11] ? lda : 1;
+    const int64_t bk = p[15] ? 1 : ldb, bj = p[15] ? ldb : 1;
     if (m == 1 && !p[11] && p[15] && item == 4)
         gemv_float((const float *)A, (const float *)B, ldb, (float *)C, n, K);
     else if (m == 1 && !p[11] && p[15])
         gemv_double((const double *)A, (const double *)B, ldb, (double *)C, n, K);
+    else if (p[20] && item == 4 &&
+             !gemm_float(m, n, K, (const float *)A, ai, ak, (const float *)B, bk, bj,
+                         (float *)C, ldc, 0))
+        ;
+    else if (p[20] && item == 8 &&
+             !gemm_double(m, n, K, (const double *)A, ai, ak, (const double *)B, bk, bj,
+                          (double *)C, ldc, 0))
+        ;
     else if (item == 4 && p[1])
         ((float_l)p[0])(101, ta, tb, m, n, K, 1.0f, (const float *)A, lda, (const float *)B,
                         ldb, 0.0f, (float *)C, ldc);
@@ -390,7 +405,9 @@ def _plan(a, b, bias, relu):
     kernel, sgemm, dgemm, wide, threads = driver
     params = np.array([sgemm if a.dtype == _F32 else dgemm, wide, a.itemsize, threads, batch,
                        m, n, k, 0, la[1], sa, la[0], 0, lb[1], sb, lb[0], 0,
-                       m * n if batch > 1 else 0, 0, int(relu)], dtype=np.int64)
+                       m * n if batch > 1 else 0, 0, int(relu),
+                       int(OWN_GEMM and m * n * k <= OWN_GEMM_MAX_FLOPS // 2)],
+                      dtype=np.int64)
     return kernel, params, lead + (a.shape[-2], n)
 
 

@@ -223,7 +223,8 @@ def _backward(x, x_shape, w, g, index, pooled_from, kernel_size, stride, padding
          pointer(dx), pointer(partial_db), 0,
          sgemm if dtype == np.float32 else dgemm, wide, n, c, *x_shape[2:], o, kh, kw,
          *stride, *padding, *dilation, *out_size, pointer(x), pointer(w), pointer(db),
-         pointer(dw), address(work), 0, 0, 0, 0, 0, 0, 0, pointer(index)], dtype=np.int64)
+         pointer(dw), address(work), 0, 0, 0, 0, 0, 0, 0, pointer(index),
+         int(cpu_blas.OWN_GEMM)], dtype=np.int64)
     kernel(address(params))
     if params[9]:
         return None

@@ -38,11 +38,12 @@ import numpy as np
 
 from ..backends import cpu_blas
 from ..backends.addresses import Plans
+from ..backends.cpu_gemm import SOURCE as GEMM_SOURCE
 from .c_loops import CLoop, address
 
 # Shared by the forward and the gradients (conv_grad_kernels.py): the BLAS entry point's
 # types, the parameters, a GEMM call, and one image's columns (im2col) and their adjoint.
-COMMON = r"""
+COMMON = GEMM_SOURCE + r"""
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -55,13 +56,19 @@ typedef void (*gemm_i)(int, int, int, int32_t, int32_t, int32_t, REAL, const REA
 /* x: the convolution's input (N, C, H, W); out (N, O, OH, OW) its output */
 typedef struct {
     int64_t gemm, wide, N, C, H, W, O, KH, KW, SH, SW, PH, PW, DH, DW, OH, OW;
-    int64_t x, w, bias, out, work, relu, PKH, PKW, PSH, PSW, POH, POW, index;
+    int64_t x, w, bias, out, work, relu, PKH, PKW, PSH, PSW, POH, POW, index, own;
 } conv_t;
 
+#define GEMM_OF_(T) gemm_##T
+#define GEMM_OF(T) GEMM_OF_(T)
 static void gemm(const conv_t *q, int ta, int tb, int64_t m, int64_t n, int64_t k,
                  const REAL *a, int64_t lda, const REAL *b, int64_t ldb, REAL beta, REAL *c,
                  int64_t ldc)
-{   /* c (m x n) = op(a) @ op(b) + beta * c, row-major; op transposes where ta/tb is 112 */
+{   /* c (m x n) = op(a) @ op(b) + beta * c (beta 0 or 1), row-major; op transposes where
+       ta/tb is 112. ember's own GEMM where on (q->own), else the BLAS's. */
+    if (q->own && !GEMM_OF(REAL)(m, n, k, a, ta == 112 ? 1 : lda, ta == 112 ? lda : 1, b,
+                                 tb == 112 ? 1 : ldb, tb == 112 ? ldb : 1, c, ldc, beta != 0))
+        return;
     if (q->wide)
         ((gemm_l)q->gemm)(101, ta, tb, m, n, k, (REAL)1, a, lda, b, ldb, beta, c, ldc);
     else
@@ -487,7 +494,8 @@ def _forward_plan(x, w, bias, stride, padding, dilation, out_size, relu, pool, i
     sgemm, dgemm, wide = blas
     params = np.array([threads, sgemm if x.dtype == np.float32 else dgemm, wide, n, c, h, wd,
                        o, kh, kw, *stride, *padding, *dilation, oh, ow, 0, 0, 0, 0, 0,
-                       int(relu), *pk, *ps, *pout, 0], dtype=np.int64)
+                       int(relu), *pk, *ps, *pout, 0, int(cpu_blas.OWN_GEMM)],
+                      dtype=np.int64)
     return (kernel, params, (n, o) + (pout if pool else out_size),
             per_thread * (threads if n >= threads else 1), zeros)
 

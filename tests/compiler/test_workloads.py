@@ -77,6 +77,11 @@ def test_loss_and_gradients_equal_eager(backend, workload, dtype, tol, device):
 @pytest.mark.parametrize("workload", WORKLOADS)
 @pytest.mark.parametrize("dtype,tol", [(ember.float64, 1e-9), (ember.float32, 1e-4)])
 def test_ten_sgd_momentum_steps_equal_eager(backend, workload, dtype, tol):
+    """In float64 the two runs go their own ways for 10 steps. In float32 the eager run
+    starts each step from the compiled run's parameters and momenta: rounding differences
+    of 1e-7 let a max-pooling window whose two largest values lie closer than that pick
+    the other one in one run and not the other (it happened at the tenth step of the cnn),
+    after which the two runs rightly differ by far more than rounding."""
     rows = SMALL_BATCH[workload]
     eager = _setup(workload, dtype, "sgd", rows)
     comp = _setup(workload, dtype, "sgd", rows)
@@ -84,9 +89,12 @@ def test_ten_sgd_momentum_steps_equal_eager(backend, workload, dtype, tol):
     for _ in range(10):
         step_e()
         step_c()
-    for (name, pe), (_, pc) in zip(eager[0].named_parameters(), comp[0].named_parameters()):
-        assert _rel(pc, pe) <= tol, f"{workload} {dtype} {name}: {_rel(pc, pe)}"
-        assert pc.grad is not None and _rel(pc.grad, pe.grad) <= tol * 10, name
+        for (name, pe), (_, pc) in zip(eager[0].named_parameters(), comp[0].named_parameters()):
+            assert _rel(pc, pe) <= tol, f"{workload} {dtype} {name}: {_rel(pc, pe)}"
+            assert pc.grad is not None and _rel(pc.grad, pe.grad) <= tol * 10, name
+        if dtype is ember.float32:
+            eager[0].load_state_dict(comp[0].state_dict())
+            eager[1].load_state_dict(comp[1].state_dict())
     assert len(step_c.retraces) <= 2  # the first call, then once the momentum exists
 
 

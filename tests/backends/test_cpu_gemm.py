@@ -1,0 +1,98 @@
+"""ember's own GEMM (backends/cpu_gemm.py) inside the BLAS driver, against float64
+products in NumPy, in a child process (the driver asks OpenBLAS for one thread)."""
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+CHILD = r"""
+import json
+import numpy as np
+from ember.backends import cpu_blas
+assert cpu_blas._driver() is not None
+rng = np.random.default_rng(1)
+
+def layouts(x):
+    # rows (C order), columns (a transposed copy), and rows with a leading dim past the
+    # width (a slice), which every layout of the driver's operands reduces to
+    cols = np.swapaxes(np.swapaxes(x, -1, -2).copy(), -1, -2)
+    wide = np.concatenate([x, x[..., :3]], axis=-1)[..., :x.shape[-1]]
+    return {"rows": x, "cols": cols, "wide": wide}
+
+def plan(a, b):
+    return cpu_blas._PLANS.get((a.shape, a.strides, b.shape, b.strides, a.dtype, b.dtype,
+                                None, False), a, b, None, False)
+
+# (m, k, n): tails of the 12-, 4- and 1-row tiles, of the panels (32 floats, 16 doubles),
+# of the 8 x 8 transposes of a column operand, k past one block (256), rows past a chunk
+shapes = [(13, 9, 33), (17, 31, 47), (64, 784, 512), (5, 300, 200), (2, 64, 48),
+          (1, 100, 40), (130, 70, 90), (40, 1001, 17), (700, 257, 37), (3, 8, 1024),
+          (200, 1100, 64)]
+report = {"worst": {}, "own": 0, "driver": 0}
+for m, k, n in shapes:
+    for dt, tol in ((np.float32, 2e-6), (np.float64, 1e-14)):
+        a = rng.standard_normal((m, k)).astype(dt)
+        b = rng.standard_normal((k, n)).astype(dt)
+        want = a.astype(np.float64) @ b.astype(np.float64)
+        scale = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
+        for na, x in layouts(a).items():
+            for nb, y in layouts(b).items():
+                got = cpu_blas.matmul(x, y)
+                err = float((np.abs(got - want) / scale).max())
+                key = f"{np.dtype(dt).name}"
+                report["worst"][key] = max(report["worst"].get(key, 0.0), err / tol)
+                p = plan(x, y)
+                report["driver"] += p is not False
+                report["own"] += p is not False and bool(p[1][20])
+# a batch of products, and a product with a bias and ReLU
+a = rng.standard_normal((6, 50, 70)).astype(np.float32)
+b = rng.standard_normal((6, 70, 45)).astype(np.float32)
+err = np.abs(cpu_blas.matmul(a, b) - np.matmul(a.astype(np.float64), b)).max()
+report["batched"] = float(err)
+bias = rng.standard_normal(45).astype(np.float32)
+got = cpu_blas.matmul(a[0], b[0], bias, True)
+report["epilogue"] = float(np.abs(got - np.maximum(a[0].astype(np.float64) @ b[0] + bias, 0)).max())
+# NaN and inf go through as in any product
+a = rng.standard_normal((40, 64)).astype(np.float32)
+b = rng.standard_normal((64, 50)).astype(np.float32)
+a[3, 5], b[7, 9] = np.nan, np.inf
+got, want = cpu_blas.matmul(a, b), a.astype(np.float64) @ b
+report["nan_same"] = bool(np.array_equal(np.isnan(got), np.isnan(want)))
+report["inf_same"] = bool(np.array_equal(np.isinf(got), np.isinf(want)))
+# the result does not depend on the thread count: the same bits on one thread
+a = rng.standard_normal((300, 500)).astype(np.float32)
+b = rng.standard_normal((500, 200)).astype(np.float32)
+two = cpu_blas.matmul(a, b.T.copy().T)
+driver = cpu_blas._state["driver"]
+cpu_blas._state["driver"] = driver[:4] + (1,)
+cpu_blas._PLANS.plans.clear()
+one = cpu_blas.matmul(a, b.T.copy().T)
+report["threads_equal"] = bool(np.array_equal(one, two)) and driver[4] >= 1
+print(json.dumps(report))
+"""
+
+
+def _child(**env):
+    out = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True,
+                         timeout=300, env=dict(os.environ, PYTHONPATH=ROOT, **env))
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_own_gemm_matches_float64_products_on_every_layout():
+    report = _child()
+    # errors in units of the tolerance, relative to sum |a||b| per element
+    assert report["worst"]["float32"] < 1, report
+    assert report["worst"]["float64"] < 1, report
+    assert report["driver"] >= 50 and report["own"] == report["driver"], report
+    assert report["batched"] < 1e-4 and report["epilogue"] < 1e-4, report
+    assert report["nan_same"] and report["inf_same"], report
+    assert report["threads_equal"], report
+
+
+def test_ember_gemm_openblas_keeps_openblas():
+    report = _child(EMBER_GEMM="openblas")
+    assert report["own"] == 0, report
+    assert report["worst"]["float32"] < 1 and report["worst"]["float64"] < 1, report
