@@ -60,6 +60,11 @@ static inline void transpose8_REAL(const v8REAL *r, v8REAL *o)
 static void pack_REAL(const REAL *B, int64_t bk, int64_t bj, int64_t K, int64_t n, REAL *P)
 {
     enum { NR = NR_REAL };
+    if (bj == 1 && n == NR) {  /* (a constant size: the copies are inlined) */
+        for (int64_t k = 0; k < K; k++)
+            memcpy(P + k * NR, B + k * bk, NR * sizeof(REAL));
+        return;
+    }
     if (bj == 1) {
         for (int64_t k = 0; k < K; k++) {
             memcpy(P + k * NR, B + k * bk, n * sizeof(REAL));
@@ -174,8 +179,12 @@ static void pack_a_REAL(int64_t m, int64_t K, const REAL *A, int64_t ak, REAL *Q
     int64_t i = 0;
     while (i < m) {
         const int64_t r = m - i >= GEMM_MR ? GEMM_MR : m - i >= 4 ? 4 : 1;
-        for (int64_t k = 0; k < K; k++)
-            memcpy(Q + i * K + k * r, A + i + k * ak, r * sizeof(REAL));
+        if (r == GEMM_MR)  /* (a constant size: the copies are inlined) */
+            for (int64_t k = 0; k < K; k++)
+                memcpy(Q + i * K + k * GEMM_MR, A + i + k * ak, GEMM_MR * sizeof(REAL));
+        else
+            for (int64_t k = 0; k < K; k++)
+                memcpy(Q + i * K + k * r, A + i + k * ak, r * sizeof(REAL));
         i += r;
     }
 }
