@@ -6,7 +6,9 @@ In a training step that keeps one of two cores busy with nothing, while ember's
 generated kernels run on OpenMP threads of their own: a softmax right after a product
 ran 3 times slower than alone. So OpenBLAS is asked for one thread, and a large product
 is split into row (or column) blocks that the OpenMP threads compute side by side, each
-with a one-thread GEMM: everything parallel in ember shares one pool.
+with a one-thread GEMM: everything parallel in ember shares one pool. That GEMM is
+ember's own (:mod:`ember.backends.cpu_gemm`, faster than OpenBLAS at a model's sizes) for
+products up to ``OWN_GEMM_MAX_FLOPS``, OpenBLAS's above.
 
 It is on by default (``EMBER_BLAS=numpy`` turns it off): measured on the reference
 training steps (alternating processes, medians of 5), ember.jit's steps took 4 % (mlp),
@@ -35,7 +37,7 @@ import os
 import numpy as np
 
 from .addresses import Plans, address
-from .cpu_gemm import SOURCE
+from . import cpu_gemm
 
 # Smaller products run on one thread (splitting costs more than it saves there), unless
 # their operands are large: a matrix-vector product (a Linear layer at batch 1) is
@@ -43,8 +45,8 @@ from .cpu_gemm import SOURCE
 MIN_PARALLEL_FLOPS = 1 << 21
 MIN_PARALLEL_BYTES = 1 << 19
 
-# ember's own GEMM (:mod:`cpu_gemm`) for the driver's products; ``EMBER_GEMM=openblas`` keeps
-# OpenBLAS's
+# ember's own GEMM (:mod:`cpu_gemm`) for the driver's products (and the convolution
+# loops'); ``EMBER_GEMM=openblas`` keeps OpenBLAS's
 OWN_GEMM = os.environ.get("EMBER_GEMM", "").strip().lower() != "openblas"
 # larger products are OpenBLAS's, whose blocking for big matrices is better
 OWN_GEMM_MAX_FLOPS = 1 << 28
@@ -56,10 +58,14 @@ _state: dict = {}
 
 # The driver: p = [gemm, int64 ints?, item size, threads, batch, M, N, K,
 #                  A, lda, A batch stride, A transposed, B, ldb, B stride, B transposed,
-#                  C, C batch stride, bias (N values) or 0, relu]; strides in elements;
-# C is contiguous (ldc = N). Each block adds the bias to its rows and applies the relu
-# right after its product, while the block is in cache.
-_SOURCE = SOURCE + r"""
+#                  C, C batch stride, bias (N values) or 0, relu, ember's own GEMM for
+#                  this dtype (cpu_gemm.address) or 0]; strides in elements;
+# C is contiguous (ldc = N). Each block is the own GEMM's where given (else OpenBLAS's)
+# and adds the bias to its rows and applies the relu right after its product, while the
+# block is in cache.
+_SOURCE = cpu_gemm.CALLER + r"""
+#include <stdint.h>
+#include <string.h>
 #include <omp.h>
 #define GEMM_TYPES(T, I) \
     typedef void (*T##_l)(int, int, int, int64_t, int64_t, int64_t, T, const T *, int64_t, \
@@ -157,12 +163,12 @@ static void block(const int64_t *p, int64_t b, int64_t m0, int64_t m1, int64_t n
     else if (m == 1 && !p[11] && p[15])
         gemv_double((const double *)A, (const double *)B, ldb, (double *)C, n, K);
     else if (p[20] && item == 4 &&
-             !gemm_float(m, n, K, (const float *)A, ai, ak, (const float *)B, bk, bj,
-                         (float *)C, ldc, 0))
+             !((own_gemm_float)p[20])(m, n, K, (const float *)A, ai, ak, (const float *)B, bk,
+                                      bj, (float *)C, ldc, 0))
         ;
     else if (p[20] && item == 8 &&
-             !gemm_double(m, n, K, (const double *)A, ai, ak, (const double *)B, bk, bj,
-                          (double *)C, ldc, 0))
+             !((own_gemm_double)p[20])(m, n, K, (const double *)A, ai, ak, (const double *)B,
+                                       bk, bj, (double *)C, ldc, 0))
         ;
     else if (item == 4 && p[1])
         ((float_l)p[0])(101, ta, tb, m, n, K, 1.0f, (const float *)A, lda, (const float *)B,
@@ -406,7 +412,8 @@ def _plan(a, b, bias, relu):
     params = np.array([sgemm if a.dtype == _F32 else dgemm, wide, a.itemsize, threads, batch,
                        m, n, k, 0, la[1], sa, la[0], 0, lb[1], sb, lb[0], 0,
                        m * n if batch > 1 else 0, 0, int(relu),
-                       int(OWN_GEMM and m * n * k <= OWN_GEMM_MAX_FLOPS // 2)],
+                       cpu_gemm.address(a.dtype) if OWN_GEMM and
+                       2 * m * n * k <= OWN_GEMM_MAX_FLOPS else 0],
                       dtype=np.int64)
     return kernel, params, lead + (a.shape[-2], n)
 

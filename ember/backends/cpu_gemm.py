@@ -24,8 +24,11 @@ input-gradient shapes 1.0-1.2; its weight gradients (1024 rows summed, few colum
 0.86-1.0. Products over 2^28 flops stay with OpenBLAS, whose blocking for large matrices
 is better (1024^3: 0.9). ``EMBER_GEMM=openblas`` turns it off.
 
-The source is written for a type ``REAL`` and instantiated for float and double.
+The source is written for a type ``REAL`` and built for float and double, each a library
+of its own through the kernel cache (about 0.5 s of compiling each); callers get its
+address from :func:`address`.
 """
+import numpy as np
 
 _TEMPLATE = r"""
 typedef REAL vREAL __attribute__((vector_size(GEMM_VBYTES)));
@@ -267,4 +270,47 @@ static void *gemm_panel(size_t bytes)
 }
 """
 
-SOURCE = _PRELUDE + _TEMPLATE.replace("REAL", "float") + _TEMPLATE.replace("REAL", "double")
+# The library's entry point gives the GEMM's address (ember_kernel is what the kernel
+# cache loads).
+_ENTRY = r"""
+void ember_kernel(int64_t *p)
+{
+    p[0] = (int64_t)(intptr_t)&gemm_REAL;
+}
+"""
+
+# What a C caller declares to call the GEMM through the address it is given.
+CALLER = r"""
+#include <stdint.h>
+typedef int (*own_gemm_float)(int64_t, int64_t, int64_t, const float *, int64_t, int64_t,
+                              const float *, int64_t, int64_t, float *, int64_t, int);
+typedef int (*own_gemm_double)(int64_t, int64_t, int64_t, const double *, int64_t, int64_t,
+                               const double *, int64_t, int64_t, double *, int64_t, int);
+"""
+
+_FLOATS = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
+_addresses: dict = {}
+
+
+def address(dtype) -> int:
+    """The address of the GEMM for ``dtype`` (float32 or float64), built through the
+    kernel cache at its first use (one library per dtype, so a float32 model never waits
+    for the float64 one), or 0 where it does not apply (another dtype, no C compiler):
+    then callers keep OpenBLAS. Its signature is ``CALLER``'s; it does not start threads,
+    so an address stays good in a forked child."""
+    real = _FLOATS.get(np.dtype(dtype))
+    if real is None:
+        return 0
+    found = _addresses.get(real)
+    if found is None:
+        from ..compiler.codegen import build
+        found = 0
+        entry = build.load_c_function(f"gemm_{real}",
+                                      (_PRELUDE + _TEMPLATE + _ENTRY).replace("REAL", real))
+        if entry is not None:
+            out = np.zeros(1, np.int64)
+            entry(out.ctypes.data)
+            found = int(out[0])
+        _addresses[real] = found
+    return found
+

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..backends import cpu_blas
 from .c_loops import CLoop, address
-from .conv_kernels import COMMON, MIN_PARALLEL_FLOPS, buffer, group_of
+from .conv_kernels import COMMON, MIN_PARALLEL_FLOPS, buffer, group_of, own_gemm
 
 PARTIALS = 8  # the most partial sums of the weight gradient (runs of images)
 
@@ -224,7 +224,7 @@ def _backward(x, x_shape, w, g, index, pooled_from, kernel_size, stride, padding
          sgemm if dtype == np.float32 else dgemm, wide, n, c, *x_shape[2:], o, kh, kw,
          *stride, *padding, *dilation, *out_size, pointer(x), pointer(w), pointer(db),
          pointer(dw), address(work), 0, 0, 0, 0, 0, 0, 0, pointer(index),
-         int(cpu_blas.OWN_GEMM)], dtype=np.int64)
+         own_gemm(dtype)], dtype=np.int64)
     kernel(address(params))
     if params[9]:
         return None

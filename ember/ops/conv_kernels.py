@@ -36,14 +36,13 @@ import threading
 
 import numpy as np
 
-from ..backends import cpu_blas
+from ..backends import cpu_blas, cpu_gemm
 from ..backends.addresses import Plans
-from ..backends.cpu_gemm import SOURCE as GEMM_SOURCE
 from .c_loops import CLoop, address
 
 # Shared by the forward and the gradients (conv_grad_kernels.py): the BLAS entry point's
 # types, the parameters, a GEMM call, and one image's columns (im2col) and their adjoint.
-COMMON = GEMM_SOURCE + r"""
+COMMON = cpu_gemm.CALLER + r"""
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -59,14 +58,14 @@ typedef struct {
     int64_t x, w, bias, out, work, relu, PKH, PKW, PSH, PSW, POH, POW, index, own;
 } conv_t;
 
-#define GEMM_OF_(T) gemm_##T
-#define GEMM_OF(T) GEMM_OF_(T)
+#define OWN_GEMM_OF_(T) own_gemm_##T
+#define OWN_GEMM_OF(T) OWN_GEMM_OF_(T)
 static void gemm(const conv_t *q, int ta, int tb, int64_t m, int64_t n, int64_t k,
                  const REAL *a, int64_t lda, const REAL *b, int64_t ldb, REAL beta, REAL *c,
                  int64_t ldc)
 {   /* c (m x n) = op(a) @ op(b) + beta * c (beta 0 or 1), row-major; op transposes where
        ta/tb is 112. ember's own GEMM where on (q->own), else the BLAS's. */
-    if (q->own && !GEMM_OF(REAL)(m, n, k, a, ta == 112 ? 1 : lda, ta == 112 ? lda : 1, b,
+    if (q->own && !((OWN_GEMM_OF(REAL))q->own)(m, n, k, a, ta == 112 ? 1 : lda, ta == 112 ? lda : 1, b,
                                  tb == 112 ? 1 : ldb, tb == 112 ? ldb : 1, c, ldc, beta != 0))
         return;
     if (q->wide)
@@ -494,10 +493,15 @@ def _forward_plan(x, w, bias, stride, padding, dilation, out_size, relu, pool, i
     sgemm, dgemm, wide = blas
     params = np.array([threads, sgemm if x.dtype == np.float32 else dgemm, wide, n, c, h, wd,
                        o, kh, kw, *stride, *padding, *dilation, oh, ow, 0, 0, 0, 0, 0,
-                       int(relu), *pk, *ps, *pout, 0, int(cpu_blas.OWN_GEMM)],
+                       int(relu), *pk, *ps, *pout, 0, own_gemm(x.dtype)],
                       dtype=np.int64)
     return (kernel, params, (n, o) + (pout if pool else out_size),
             per_thread * (threads if n >= threads else 1), zeros)
 
 
 _PLANS = Plans(_forward_plan, 256)
+
+
+def own_gemm(dtype) -> int:
+    """The address of ember's own GEMM for the loops' products, or 0 (OpenBLAS's)."""
+    return cpu_gemm.address(dtype) if cpu_blas.OWN_GEMM else 0
