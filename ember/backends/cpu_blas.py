@@ -33,6 +33,7 @@ import ctypes
 import glob
 import math
 import os
+import threading
 
 import numpy as np
 
@@ -293,7 +294,14 @@ def _driver():
     blas = _openblas() if wanted() else None
     if blas is not None:
         from ..compiler.codegen import build
+        from ..dtypes import get_default_dtype
+        # the default dtype's GEMM compiles beside the driver (each on one core; a cold
+        # first product waits for the longer of the two, not their sum)
+        early = threading.Thread(target=cpu_gemm.address, args=(get_default_dtype().np,),
+                                 daemon=True)
+        early.start()
         kernel = build.load_c_function("blas_driver", _SOURCE)
+        early.join()
         if kernel is not None:  # (else NumPy's products)
             blas[3](1)  # one OpenBLAS thread: the splitting is ours
             _state["driver"] = (kernel, blas[0], blas[1], blas[2], build.max_threads())
