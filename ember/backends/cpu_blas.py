@@ -60,7 +60,11 @@ _state: dict = {}
 # The driver: p = [gemm, int64 ints?, item size, threads, batch, M, N, K,
 #                  A, lda, A batch stride, A transposed, B, ldb, B stride, B transposed,
 #                  C, C batch stride, bias (N values) or 0, relu, ember's own GEMM for
-#                  this dtype (cpu_gemm.address) or 0]; strides in elements;
+#                  this dtype (cpu_gemm.address) or 0, inner batch count, A outer batch
+#                  stride, B outer batch stride]; strides in elements. Product b of the
+#                  batch is at (b / inner) * outer stride + (b % inner) * batch stride:
+#                  batch dims that flatten in two groups (attention's heads of a
+#                  transposed view) need no copy;
 # C is contiguous (ldc = N). Each block is the own GEMM's where given (else OpenBLAS's)
 # and adds the bias to its rows and applies the relu right after its product, while the
 # block is in cache.
@@ -153,8 +157,11 @@ static void block(const int64_t *p, int64_t b, int64_t m0, int64_t m1, int64_t n
 {
     const int64_t item = p[2], K = p[7], lda = p[9], ldb = p[13], ldc = p[6];
     const int ta = p[11] ? 112 : 111, tb = p[15] ? 112 : 111;
-    const char *A = (const char *)p[8] + (b * p[10] + (p[11] ? m0 : m0 * lda)) * item;
-    const char *B = (const char *)p[12] + (b * p[14] + (p[15] ? n0 * ldb : n0)) * item;
+    const int64_t bo = b / p[21], bi = b % p[21];  /* outer and inner batch index */
+    const char *A = (const char *)p[8] +
+                    (bo * p[22] + bi * p[10] + (p[11] ? m0 : m0 * lda)) * item;
+    const char *B = (const char *)p[12] +
+                    (bo * p[23] + bi * p[14] + (p[15] ? n0 * ldb : n0)) * item;
     char *C = (char *)p[16] + (b * p[17] + m0 * ldc + n0) * item;
     const int64_t m = m1 - m0, n = n1 - n0;
     const int64_t ai = p[11] ? 1 : lda, ak = p[11] ? lda : 1;
@@ -330,11 +337,14 @@ def _rows_or_cols(x):
     return None
 
 
-def _batch_stride(x):
-    """The one stride (in elements) that steps through ``x``'s flattened batch dims, or
-    None when they do not flatten."""
+def _batch_stride(x, dims=None):
+    """The one stride (in elements) that steps through ``x``'s flattened batch dims (or
+    its first ``dims`` of them), or None when they do not flatten."""
+    shape, strides = x.shape[:-2], x.strides[:-2]
+    if dims is not None:
+        shape, strides = shape[:dims], strides[:dims]
     stride = step = None
-    for s, d in zip(reversed(x.strides[:-2]), reversed(x.shape[:-2])):
+    for s, d in zip(reversed(strides), reversed(shape)):
         if d == 1:
             continue
         if stride is None:
@@ -345,6 +355,21 @@ def _batch_stride(x):
     if stride is None:
         return 0
     return stride // x.itemsize if stride % x.itemsize == 0 else None
+
+
+def _batch_layout(a, b):
+    """(inner count, A stride, B stride, A outer stride, B outer stride) stepping through
+    the batch of a product whose operands have the same batch dims: one group when they
+    flatten, else the last batch dim inside the others (which must flatten); or None."""
+    sa, sb = _batch_stride(a), _batch_stride(b)
+    if sa is not None and sb is not None:
+        return math.prod(a.shape[:-2]), sa, sb, 0, 0
+    item = a.itemsize
+    ia, ib = a.strides[-3], b.strides[-3]
+    oa, ob = _batch_stride(a, a.ndim - 3), _batch_stride(b, b.ndim - 3)
+    if oa is None or ob is None or ia % item or ib % item:
+        return None
+    return a.shape[-3], ia // item, ib // item, oa, ob
 
 
 def matmul(a, b, bias=None, relu=False):
@@ -410,18 +435,21 @@ def _plan(a, b, bias, relu):
             return False
         if la[0] == 0 and (batch == 1 or sa == la[1] * m):
             m, batch = m * batch, 1  # the batch is just more rows (x @ W in a Linear)
+        inner, outer_a, outer_b = batch, 0, 0
     else:
         if b.shape[:-2] != lead:
             return False  # broadcasting batch dims: NumPy's
-        sa, sb = _batch_stride(a), _batch_stride(b)
-        if sa is None or sb is None:
+        layout = _batch_layout(a, b)
+        if layout is None:
             return False
+        inner, sa, sb, outer_a, outer_b = layout
     kernel, sgemm, dgemm, wide, threads = driver
     params = np.array([sgemm if a.dtype == _F32 else dgemm, wide, a.itemsize, threads, batch,
                        m, n, k, 0, la[1], sa, la[0], 0, lb[1], sb, lb[0], 0,
                        m * n if batch > 1 else 0, 0, int(relu),
                        cpu_gemm.address(a.dtype) if OWN_GEMM and
-                       2 * m * n * k <= OWN_GEMM_MAX_FLOPS else 0],
+                       2 * m * n * k <= OWN_GEMM_MAX_FLOPS else 0, max(inner, 1), outer_a,
+                       outer_b],
                       dtype=np.int64)
     return kernel, params, lead + (a.shape[-2], n)
 

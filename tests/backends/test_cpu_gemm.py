@@ -54,6 +54,20 @@ report["batched"] = float(err)
 bias = rng.standard_normal(45).astype(np.float32)
 got = cpu_blas.matmul(a[0], b[0], bias, True)
 report["epilogue"] = float(np.abs(got - np.maximum(a[0].astype(np.float64) @ b[0] + bias, 0)).max())
+# batch dims that flatten in two groups (attention's heads, a transposed view) go through
+# the driver without a copy; ones that do not stay NumPy's, and all agree with NumPy
+q = rng.standard_normal((16, 64, 4, 32)).astype(np.float32)
+k = rng.standard_normal((2, 3, 64, 5, 48)).astype(np.float64)
+views = [(q.transpose(0, 2, 1, 3), q.transpose(0, 2, 3, 1)),        # q @ k^T
+         (q.transpose(0, 2, 1, 3), np.ones((16, 4, 32, 8), np.float32)),
+         (k.transpose(0, 1, 3, 2, 4), k.transpose(0, 1, 3, 4, 2)),  # outer dims (2, 3)
+         (k.transpose(1, 0, 3, 2, 4), k.transpose(1, 0, 3, 4, 2))]  # outer dims do not flatten
+report["views"] = []
+for x, y in views:
+    got = cpu_blas.matmul(x, y)
+    want = np.matmul(x.astype(np.float64), y.astype(np.float64))
+    p = plan(x, y)
+    report["views"].append([p is not False, float(np.abs(got - want).max() / np.abs(want).max())])
 # NaN and inf go through as in any product
 a = rng.standard_normal((40, 64)).astype(np.float32)
 b = rng.standard_normal((64, 50)).astype(np.float32)
@@ -90,6 +104,8 @@ def test_own_gemm_matches_float64_products_on_every_layout():
     assert report["batched"] < 1e-4 and report["epilogue"] < 1e-4, report
     assert report["nan_same"] and report["inf_same"], report
     assert report["threads_equal"], report
+    assert [v[0] for v in report["views"]] == [True, True, True, False], report
+    assert max(v[1] for v in report["views"]) < 1e-6, report
 
 
 def test_ember_gemm_openblas_keeps_openblas():
