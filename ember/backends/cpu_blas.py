@@ -22,9 +22,9 @@ build the small driver; anything else (a NumPy without OpenBLAS, a forked child)
 Each block can end with an epilogue (a bias added to its rows, then ReLU), applied while
 the block is in cache: a Linear's bias, and the ReLU ``ember.jit`` folds into it. A row
 times a transposed matrix (a Linear at batch 1) is OpenBLAS's GEMV on each thread's block
-of weight rows (15-20 % faster than the driver's own GEMV it replaced, and 1.5-2 times
-OpenBLAS's GEMM at M = 1). A product's parameters are made once per shape (a *plan*); a call then
-writes its arrays' pointers, read from the array objects
+of weight rows (about 15 % faster than the driver's own GEMV it replaced, and 1.5 times
+OpenBLAS's GEMM at M = 1). A product's parameters are made once per shape (a *plan*); a
+call then writes its arrays' pointers, read from the array objects
 (:mod:`ember.backends.addresses`), and calls the driver.
 """
 from __future__ import annotations

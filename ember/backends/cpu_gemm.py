@@ -79,7 +79,7 @@ static void pack_REAL(const REAL *B, int64_t bk, int64_t bj, int64_t K, int64_t 
     /* columns apart (a transposed operand: a Linear's weight) */
     int64_t k0 = 0;
 #if GEMM_SHUFFLES
-    if (bk == 1)   /* 8 x 8 blocks transposed in registers */
+    if (bk == 1 && NR % 8 == 0)   /* 8 x 8 blocks transposed in registers */
         for (; k0 + 8 <= K; k0 += 8)
             for (int64_t j0 = 0; j0 < NR; j0 += 8) {
                 v8REAL r[8], o[8];
@@ -98,8 +98,9 @@ static void pack_REAL(const REAL *B, int64_t bk, int64_t bj, int64_t K, int64_t 
             P[k0 * NR + j] = j < n ? B[j * bj + k0 * bk] : 0;
 }
 
-/* C[0:rows, 0:n] = A[0:rows, :] . P (+ C where acc) for a panel P (K x NR); A(i, k) at A[i * ai + k * ak],
-   with ak == 1 (rows) or ai == 1 (columns). ROWS is a constant where this is inlined. */
+/* C[0:ROWS, 0:n] = A[0:ROWS, :] . P (+ C where acc) for a panel P (K x NR); A(i, k) at
+   A[i * ai + k * ak], with ak == 1 (rows) or ai == 1 (columns). ROWS is a constant where
+   this is inlined. */
 __attribute__((optimize("fp-contract=fast"), always_inline))
 static inline void tile_REAL(const int ROWS, int64_t n, int64_t K, const REAL *A, int64_t ai,
                              int64_t ak, const REAL *P, REAL *C, int64_t ldc, int acc)

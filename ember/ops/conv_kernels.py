@@ -65,8 +65,9 @@ static void gemm(const conv_t *q, int ta, int tb, int64_t m, int64_t n, int64_t 
                  int64_t ldc)
 {   /* c (m x n) = op(a) @ op(b) + beta * c (beta 0 or 1), row-major; op transposes where
        ta/tb is 112. ember's own GEMM where on (q->own), else the BLAS's. */
-    if (q->own && !((OWN_GEMM_OF(REAL))q->own)(m, n, k, a, ta == 112 ? 1 : lda, ta == 112 ? lda : 1, b,
-                                 tb == 112 ? 1 : ldb, tb == 112 ? ldb : 1, c, ldc, beta != 0))
+    const int64_t ai = ta == 112 ? 1 : lda, ak = ta == 112 ? lda : 1;
+    const int64_t bk = tb == 112 ? 1 : ldb, bj = tb == 112 ? ldb : 1;
+    if (q->own && !((OWN_GEMM_OF(REAL))q->own)(m, n, k, a, ai, ak, b, bk, bj, c, ldc, beta != 0))
         return;
     if (q->wide)
         ((gemm_l)q->gemm)(101, ta, tb, m, n, k, (REAL)1, a, lda, b, ldb, beta, c, ldc);
