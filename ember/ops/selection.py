@@ -1,14 +1,15 @@
-"""Selecting and scattering by index or mask: gather, scatter, scatter_add, scatter_reduce,
-index_select/add/copy/fill, masked_fill/select/scatter, take, take_along_dim, nonzero.
-The sorting family (sort, topk, unique, searchsorted, ...) is in ``sorting.py`` and
+"""Selecting and scattering by index: gather, scatter, scatter_add, scatter_reduce,
+index_select/add/copy/fill. The mask ops (masked_fill/select/scatter) are in ``masked.py``,
+take, take_along_dim, nonzero and argwhere in ``take.py``, the sorting family (sort, topk,
+unique, searchsorted, ...) in ``sorting.py``: all of them use the checks here and are
 exported from here too.
 
 The index-driven primitives take their index as a tensor input and check its values in
 the forward, where they are known: an index out of range is an EmberIndexError that
 names the op and the size, never a NumPy traceback or a silent wrap-around. As in
 PyTorch, a 0-d input, index or source is treated as a 1-d tensor of one element.
-In-place variants (``x.scatter_(...)``, ``x.index_add_(...)``, ``x.masked_fill_(...)``)
-are attached to Tensor at the bottom of this file.
+In-place variants (``x.scatter_(...)``, ``x.index_add_(...)``) are attached to Tensor at
+the bottom of this file (``x.masked_fill_(...)`` in ``masked.py``).
 """
 from __future__ import annotations
 
@@ -24,8 +25,8 @@ from ._promote import scalar_tensor
 from .elementwise import where
 from .inplace import inplace
 from .reduce import sum as _sum
-from .registry import AbstractValue, apply, register
-from .shape import cat, contiguous, expand, reshape, wrap_dim
+from .registry import apply, register
+from .shape import expand, reshape, wrap_dim
 
 __all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "index_select", "index_add",
            "index_copy", "index_fill", "masked_fill", "masked_select", "masked_scatter",
@@ -494,215 +495,6 @@ def index_fill(input, dim: int, index, value):
     return _restore(apply(_INDEX_FILL, x, idx, v, dim=d), input)
 
 
-# masked ops ----------------------------------------------------------------------------
-def _masked_select_forward(xp, a, mask):
-    shape = np.broadcast_shapes(a.shape, mask.shape)
-    return xp.broadcast_to(a, shape)[xp.broadcast_to(mask, shape)]
-
-
-def _masked_select_vjp(n, g):
-    a, mask = n.inputs[0], n.saved_inputs()[1]
-    shape = np.broadcast_shapes(tuple(a.shape), tuple(mask.shape))
-    return apply(_MASKED_SCATTER, g.new_zeros(shape), mask, g), None
-
-
-def _masked_scatter_forward(xp, a, mask, source):
-    shape = np.broadcast_shapes(a.shape, mask.shape)
-    out = xp.broadcast_to(a, shape).copy()
-    where_ = xp.broadcast_to(mask, shape)
-    count = int(where_.sum())
-    if count > source.size:
-        raise EmberError(f"masked_scatter: source has {source.size} elements, fewer than the "
-                         f"{count} True values of mask (shape {tuple(mask.shape)})")
-    out[where_] = source.reshape(-1)[:count]
-    return out
-
-
-def _masked_scatter_vjp(n, g):
-    mask = n.saved_inputs()[1]
-    ga = gs = None
-    if n.edges[0]:
-        ga = where(mask, 0.0, g)
-    if n.edges[2]:
-        source = n.inputs[2]
-        taken = apply(_MASKED_SELECT, g, mask)
-        unused = source.numel() - taken.numel()  # source elements past the last True
-        if unused:
-            taken = cat([taken, g.new_zeros((unused,))])
-        gs = reshape(taken, tuple(source.shape))
-    return ga, None, gs
-
-
-_MASKED_SELECT = register("masked_select", _masked_select_forward, _masked_select_vjp,
-                          broadcasting=True, dynamic_shape=True, saves_inputs=(1,))
-_MASKED_SCATTER = register("masked_scatter", _masked_scatter_forward, _masked_scatter_vjp,
-                           broadcasting=True, saves_inputs=(1,))
-
-
-def _masked_fill_forward(xp, a, mask, value):
-    out = xp.array(xp.broadcast_to(a, xp.broadcast_shapes(a.shape, mask.shape)))
-    xp.copyto(out, value, where=mask)
-    return out
-
-
-def _masked_fill_vjp(n, g):
-    mask = n.saved_inputs()[1]
-    ga = gv = None
-    if n.edges[0] is not None:
-        ga = apply(_MASKED_FILL, g, mask, scalar_tensor(0, g.dtype, g.device))
-    if n.edges[2] is not None:
-        gv = _sum(where(mask, g, 0.0))
-    return ga, None, gv
-
-
-def _masked_fill_ops(a, mask, value):
-    """masked_fill as ``where``, which the fuser (and so eager mode's compiled kernels,
-    :mod:`ember.compiler.eager`) runs as one loop instead of NumPy's copy and fill."""
-    return where(mask, value, a)
-
-
-_MASKED_FILL = register(
-    "masked_fill", _masked_fill_forward, _masked_fill_vjp, broadcasting=True,
-    saves_inputs=(1,), decompose=_masked_fill_ops,
-    infer=lambda a, mask, value: AbstractValue(np.broadcast_shapes(a.shape, mask.shape),
-                                               a.dtype))
-
-
-def masked_fill(input, mask, value):
-    """``input`` with ``value`` (a number or 0-d tensor) where the bool ``mask`` is True;
-    ``mask`` broadcasts with ``input``. The result has input's dtype.
-
-    >>> ember.zeros(3).masked_fill(ember.tensor([True, False, True]), 2.0)
-    tensor([2., 0., 2.])
-    """
-    _check_mask("masked_fill", mask)
-    return apply(_MASKED_FILL, input, mask, _fill_value("masked_fill", value, input))
-
-
-def masked_select(input, mask):
-    """The elements of ``input`` where the bool ``mask`` is True, as a 1-d tensor
-    (``input`` and ``mask`` broadcast together).
-
-    >>> ember.masked_select(ember.tensor([1, 2, 3]), ember.tensor([True, False, True]))
-    tensor([1, 3])
-    """
-    _check_mask("masked_select", mask)
-    return apply(_MASKED_SELECT, input, mask)
-
-
-def masked_scatter(input, mask, source):
-    """``input`` with the positions where the bool ``mask`` is True filled, in order, by
-    the first elements of ``source`` (which needs at least as many elements as there are
-    True values; ``mask`` broadcasts with ``input``).
-
-    >>> ember.zeros(4).masked_scatter(ember.tensor([True, False, True, False]),
-    ...                               ember.tensor([5.0, 6.0, 7.0]))
-    tensor([5., 0., 6., 0.])
-    """
-    _check_mask("masked_scatter", mask)
-    _check_same_dtype("masked_scatter", input, source, "source")
-    return apply(_MASKED_SCATTER, input, mask, source)
-
-
-# take / take_along_dim ---------------------------------------------------------------------
-def _take_forward(xp, a, index):
-    if index.size:
-        lo, hi = int(index.min()), int(index.max())
-        if lo < -a.size or hi >= a.size:
-            raise EmberIndexError(f"take: index {lo if lo < -a.size else hi} is out of range "
-                                  f"for a tensor of {a.size} elements (shape {a.shape})")
-    return xp.take(a.reshape(-1), index)
-
-
-def _take_vjp(n, g):
-    numel = n.inputs[0].numel()
-    flat = reshape(n.saved_inputs()[1], (-1,))
-    flat = where(flat < 0, flat + numel, flat)
-    grad = apply(_SCATTER_ADD, g.new_zeros((numel,)), flat, reshape(g, (-1,)), dim=0)
-    return reshape(grad, tuple(n.inputs[0].shape)), None
-
-
-_TAKE = register("take", _take_forward, _take_vjp, saves_inputs=(1,))
-
-
-def take(input, index):
-    """The elements of ``input`` seen as 1-d at positions ``index`` (int64; negative
-    positions count from the end); the result has index's shape.
-
-    >>> ember.take(ember.tensor([[1, 2], [3, 4]]), ember.tensor([0, -1]))
-    tensor([1, 4])
-    """
-    _check_index("take", index, _INT64)
-    return apply(_TAKE, input, index)
-
-
-def take_along_dim(input, indices, dim: int | None = None):
-    """Values of ``input`` at ``indices`` along ``dim`` (int64; negative positions count
-    from the end), broadcasting the other dims; with ``dim=None`` both are flattened first.
-    ``input.take_along_dim(input.argsort(dim), dim)`` sorts along ``dim``.
-
-    >>> ember.take_along_dim(ember.tensor([[3, 1], [5, 4]]), ember.tensor([[1], [0]]), 1)
-    tensor([[1],
-            [5]])
-    """
-    _check_index("take_along_dim", indices, _INT64, "indices")
-    if dim is None:
-        input, indices, d = reshape(input, (-1,)), reshape(indices, (-1,)), 0
-    else:
-        if input.ndim == 0:
-            raise EmberIndexError(f"take_along_dim: dimension specified as {dim} but tensor "
-                                  "has no dimensions")
-        d = wrap_dim(dim, input.ndim, "take_along_dim")
-        if indices.ndim != input.ndim:
-            raise ShapeError(f"take_along_dim: input and indices should have the same number "
-                             f"of dimensions, got shapes {tuple(input.shape)} and "
-                             f"{tuple(indices.shape)}")
-        try:
-            shape = list(np.broadcast_shapes(
-                tuple(1 if k == d else s for k, s in enumerate(input.shape)),
-                tuple(1 if k == d else s for k, s in enumerate(indices.shape))))
-        except ValueError:
-            raise ShapeError(f"take_along_dim: shapes {tuple(input.shape)} and "
-                             f"{tuple(indices.shape)} cannot be broadcast apart from "
-                             f"dimension {d}") from None
-        input = expand(input, tuple(shape[:d] + [input.shape[d]] + shape[d + 1:]))
-        indices = expand(indices, tuple(shape[:d] + [indices.shape[d]] + shape[d + 1:]))
-    size = input.shape[d]
-    _check_range("take_along_dim", indices._data, size, d, negative=True)
-    return gather(input, d, where(indices < 0, indices + size, indices))
-
-
-# nonzero / argwhere -----------------------------------------------------------------------
-_NONZERO = register("nonzero", lambda xp, a: xp.argwhere(a).astype(np.int64, copy=False),
-                    dynamic_shape=True, saves_inputs=False)
-
-
-def nonzero(input, *, as_tuple: bool = False):
-    """The positions of the non-zero elements: an int64 tensor of shape
-    ``(count, input.ndim)``, or with ``as_tuple=True`` one 1-d tensor per dim (a 0-d
-    input counts as 1-d), usable as ``input[nonzero(input, as_tuple=True)]``.
-
-    >>> ember.nonzero(ember.tensor([[1, 0], [0, 2]]))
-    tensor([[0, 0],
-            [1, 1]])
-    """
-    if not as_tuple:
-        return apply(_NONZERO, input)
-    rows = apply(_NONZERO, _lift(input))
-    return tuple(contiguous(rows[:, k]) for k in range(rows.shape[1]))
-
-
-def argwhere(input):
-    """The positions of the non-zero elements, shape ``(count, input.ndim)``: the same as
-    ``nonzero(input)``.
-
-    >>> ember.argwhere(ember.tensor([0.0, 3.0, 5.0]))
-    tensor([[1],
-            [2]])
-    """
-    return apply(_NONZERO, input)
-
-
 # In-place variants (Tensor methods) ---------------------------------------------------------
 def _xp(t):
     return t.device.backend.xp
@@ -766,38 +558,14 @@ def index_fill_(self, dim: int, index, value):
                                             d, False, "index_fill_", negative=True))
 
 
-def masked_fill_(self, mask, value):
-    """In-place version of :func:`masked_fill` (``mask`` must broadcast to self's shape)."""
-    _check_mask("masked_fill_", mask)
-    v = _fill_value("masked_fill_", value, self)
-
-    def direct(arr):
-        _check_broadcasts_to("masked_fill_", mask.shape, arr.shape)
-        _xp(self).copyto(arr, v._data, where=mask._data)
-    return inplace("masked_fill_", self, lambda x: masked_fill(x, mask, v), (v,), direct)
-
-
-def masked_scatter_(self, mask, source):
-    """In-place version of :func:`masked_scatter` (``mask`` must broadcast to self's shape)."""
-    _check_broadcasts_to("masked_scatter_", mask.shape, self.shape)
-    return inplace("masked_scatter_", self, lambda x: masked_scatter(x, mask, source),
-                   (source,))
-
-
-def _check_broadcasts_to(op, shape, target):
-    try:
-        ok = np.broadcast_shapes(tuple(shape), tuple(target)) == tuple(target)
-    except ValueError:
-        ok = False
-    if not ok:
-        raise ShapeError(f"{op}: mask of shape {tuple(shape)} does not broadcast to the "
-                         f"tensor's shape {tuple(target)}")
-
-
-for _fn in (scatter_, scatter_add_, scatter_reduce_, index_add_, index_copy_, index_fill_,
-            masked_fill_, masked_scatter_):
+for _fn in (scatter_, scatter_add_, scatter_reduce_, index_add_, index_copy_, index_fill_):
     setattr(Tensor, _fn.__name__, _fn)
 
+
+# Masked ops, take and nonzero live in masked.py and take.py; they use the checks above,
+# so they are imported here, after them (and exported from here too).
+from .masked import masked_fill, masked_scatter, masked_select  # noqa: E402,F401
+from .take import argwhere, nonzero, take, take_along_dim  # noqa: E402,F401
 
 # The sorting family builds on gather and take_along_dim above, so it is imported last.
 from .sorting import (argsort, bucketize, kthvalue, msort, searchsorted, sort,  # noqa: E402
