@@ -204,8 +204,10 @@ static int gemm_REAL(int64_t m, int64_t n, int64_t K, const REAL *A, int64_t ai,
     const int64_t kc = K <= GEMM_KC + GEMM_KC / 2 ? K : GEMM_KC;  /* k in blocks of kc */
     int64_t chunk = GEMM_CHUNK_BYTES / (kc * (int64_t)sizeof(REAL));
     chunk = chunk < 96 ? 96 : chunk - chunk % GEMM_MR;
-    /* (packed where a block's columns span more than the L1 cache holds well) */
-    const int ap = ai == 1 && ak != 1 && m > 1 && kc * ak * (int64_t)sizeof(REAL) > 32768;
+    /* packed where a block's columns span more than the L1 cache holds and their stride
+       is a multiple of 256 bytes (then they fall into 16 of its 64 sets or fewer) */
+    const int64_t stride = ak * (int64_t)sizeof(REAL);
+    const int ap = ai == 1 && ak != 1 && m > 1 && kc * stride > 32768 && stride % 256 == 0;
     const int64_t panel = (kc * NR + 15) & ~(int64_t)15;
     REAL *P = (REAL *)gemm_panel((panel + (ap ? chunk * kc : 0)) * sizeof(REAL));
     if (!P)
