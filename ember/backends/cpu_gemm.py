@@ -18,11 +18,11 @@ follow the registers there are. Each element of a result is summed in the order 
 one thread, whatever the split, so results do not depend on the thread count.
 
 Measured through the driver on this 2-core AVX-512 machine, alternating with OpenBLAS in
-one process (``python bench/gemm.py``): x @ W.T at (64, 784) x (784, 512)
-1.4-1.5 times OpenBLAS's speed, (128, 784) x (784, 512) 1.2-1.3; the gpt's forward and
-input-gradient shapes 1.0-1.2; its weight gradients (1024 rows summed, few columns)
-0.86-1.0. Products over 2^28 flops stay with OpenBLAS, whose blocking for large matrices
-is better (1024^3: 0.9). ``EMBER_GEMM=openblas`` turns it off.
+one process (``python bench/gemm.py``, three runs): x @ W.T at (64, 784) x (784, 512)
+1.4-1.7 times OpenBLAS's speed, (128, 784) x (784, 512) 1.2-1.25; the gpt's forward and
+input-gradient shapes 1.0-1.2; its weight gradients (1024 rows summed) 1.0-1.2. Products
+over 2^28 flops stay with OpenBLAS, whose blocking for large matrices is better.
+``EMBER_GEMM=openblas`` turns it off.
 
 The source is written for a type ``REAL`` and built for float and double, each a library
 of its own through the kernel cache (about 0.5 s of compiling each); callers get its
