@@ -234,6 +234,7 @@ static int gemm_REAL(int64_t m, int64_t n, int64_t K, const REAL *A, int64_t ai,
 
 # The vector size and the rows per step, by target; each thread's panel buffer.
 _PRELUDE = r"""
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -258,19 +259,47 @@ _PRELUDE = r"""
 #define GEMM_SHUFFLES 0
 #endif
 
-/* This thread's panel buffer, at least `bytes` long (64-byte aligned), or NULL. */
+/* This thread's buffer, at least `bytes` long (64-byte aligned), or NULL. It is freed
+   when the thread exits (a thread-specific key's destructor), so programs that start
+   many short-lived threads do not pile up buffers. */
+typedef struct { void *data; size_t size; } gemm_buffer;
+static pthread_key_t gemm_key;
+static pthread_once_t gemm_once = PTHREAD_ONCE_INIT;
+static int gemm_key_ok;
+
+static void gemm_release(void *p)
+{
+    gemm_buffer *b = (gemm_buffer *)p;
+    free(b->data);
+    free(b);
+}
+
+static void gemm_make_key(void)
+{
+    gemm_key_ok = pthread_key_create(&gemm_key, gemm_release) == 0;
+}
+
 static void *gemm_panel(size_t bytes)
 {
-    static __thread void *panel;
-    static __thread size_t size;
-    if (bytes > size) {
-        free(panel);
-        size = (bytes + 4095) & ~(size_t)4095;
-        panel = aligned_alloc(64, size);
-        if (!panel)
-            size = 0;
+    pthread_once(&gemm_once, gemm_make_key);
+    if (!gemm_key_ok)
+        return NULL;
+    gemm_buffer *b = (gemm_buffer *)pthread_getspecific(gemm_key);
+    if (!b) {
+        b = (gemm_buffer *)calloc(1, sizeof *b);
+        if (!b || pthread_setspecific(gemm_key, b)) {
+            free(b);
+            return NULL;
+        }
     }
-    return panel;
+    if (bytes > b->size) {
+        free(b->data);
+        b->size = (bytes + 4095) & ~(size_t)4095;
+        b->data = aligned_alloc(64, b->size);
+        if (!b->data)
+            b->size = 0;
+    }
+    return b->data;
 }
 """
 
