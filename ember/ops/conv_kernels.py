@@ -205,6 +205,20 @@ static void pool(const conv_t *q, const REAL *restrict yt, REAL *restrict out,
             const REAL *first = yt + (ph * q->PSH * OW + pw * q->PSW) * O;
             REAL *restrict mw = m + (ph * q->POW + pw) * O;
             REAL *restrict aw = at + (ph * q->POW + pw) * O;
+            if (!index && q->PKH == 2 && q->PKW == 2) {  /* (the usual window: one pass) */
+                const REAL *restrict t1 = first + O, *restrict t2 = first + OW * O;
+                const REAL *restrict t3 = t2 + O;
+                #pragma omp simd
+                for (int64_t o = o0; o < o1; o++) {
+                    REAL best = first[o], v = t1[o];
+                    best = (v > best) | (v != v) ? v : best;
+                    v = t2[o];
+                    best = (v > best) | (v != v) ? v : best;
+                    v = t3[o];
+                    mw[o] = (v > best) | (v != v) ? v : best;
+                }
+                continue;
+            }
             if (!index) {
                 #pragma omp simd
                 for (int64_t o = o0; o < o1; o++)
@@ -218,6 +232,34 @@ static void pool(const conv_t *q, const REAL *restrict yt, REAL *restrict out,
                             mw[o] = (v > mw[o]) | (v != v) ? v : mw[o];
                         }
                     }
+                continue;
+            }
+            if (q->PKH == 2 && q->PKW == 2) {  /* (the usual window: one pass) */
+                const REAL *restrict t1 = first + O, *restrict t2 = first + OW * O;
+                const REAL *restrict t3 = t2 + O;
+                const REAL below = (REAL)OW, diagonal = (REAL)(OW + 1);
+                #pragma omp simd
+                for (int64_t o = o0; o < o1; o++) {
+                    const REAL b = bias[o];
+                    REAL best = first[o] + b, where = 0, v;
+                    int take;
+                    best = best < floor ? floor : best;
+                    v = t1[o] + b;
+                    v = v < floor ? floor : v;
+                    take = (v > best) | (v != v);
+                    best = take ? v : best;
+                    where = take ? (REAL)1 : where;
+                    v = t2[o] + b;
+                    v = v < floor ? floor : v;
+                    take = (v > best) | (v != v);
+                    best = take ? v : best;
+                    where = take ? below : where;
+                    v = t3[o] + b;
+                    v = v < floor ? floor : v;
+                    take = (v > best) | (v != v);
+                    mw[o] = take ? v : best;
+                    aw[o] = take ? diagonal : where;
+                }
                 continue;
             }
             #pragma omp simd

@@ -168,19 +168,21 @@ def test_c_conv2d_weight_grad_sums_runs_of_images_in_a_fixed_order():
 
 @pytest.mark.parametrize("case", FORWARD[:4] + FORWARD[-1:])
 @pytest.mark.parametrize("relu", [True, False])
-def test_c_conv2d_indexed_pooling_matches_conv_relu_max_pool(case, relu, monkeypatch):
+@pytest.mark.parametrize("pool", [((2, 2), (2, 2)), ((3, 2), (2, 1))])  # (2x2: its own loop)
+def test_c_conv2d_indexed_pooling_matches_conv_relu_max_pool(case, relu, pool, monkeypatch):
     from ember.ops import pooling
     x, w, b, st, lo, hi, dil, out = _conv_case(case, np.float32)
+    if any(o < k for o, k in zip(out, pool[0])):
+        pytest.skip("the pooling window is larger than the result")
     x[0, 0, :3, :3] = np.nan         # NaN windows in image 0
     w[1] = 0                         # channel 1: the bias alone, ties everywhere
-    got = K.conv2d_forward(x, w, b, st, lo, dil, out, relu=relu, pool=((2, 2), (2, 2)),
-                           indices=True)
+    got = K.conv2d_forward(x, w, b, st, lo, dil, out, relu=relu, pool=pool, indices=True)
     if got is None:
         pytest.skip("no C compiler or OpenBLAS for the forward kernel")
     y = _numpy_conv(x, w, b, st, lo, hi, dil, out, monkeypatch)
     y = np.maximum(y, 0) if relu else y
-    pooled = tuple((s - 2) // 2 + 1 for s in out)
-    want = pooling._max_pool_forward(np, y, (2, 2), (2, 2), (1, 1), (0, 0), pooled, False)
+    pooled = tuple((s - k) // st_ + 1 for s, k, st_ in zip(out, *pool))
+    want = pooling._max_pool_forward(np, y, pool[0], pool[1], (1, 1), (0, 0), pooled, False)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5 * np.nanmax(np.abs(y)))
     np.testing.assert_array_equal(np.isnan(got[0]), np.isnan(want[0]))
     ties = got[1][:, 1]              # the first position of each window wins the ties
