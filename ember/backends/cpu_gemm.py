@@ -163,16 +163,15 @@ __attribute__((optimize("fp-contract=fast")))  /* (the tiles are inlined here) *
 static void rows_REAL(int64_t m, int64_t n, int64_t K, const REAL *A, int64_t ai, int64_t ak,
                       int ap, const REAL *P, REAL *C, int64_t ldc, int acc)
 {
+    const int64_t step = ap ? K : ai;  /* from one row's block to the next */
     int64_t i = 0;
     for (; i + GEMM_MR <= m; i += GEMM_MR)
-        tile_REAL(GEMM_MR, n, K, ap ? A + i * K : A + i * ai, ap ? 1 : ai, ap ? GEMM_MR : ak,
-                  P, C + i * ldc, ldc, acc);
+        tile_REAL(GEMM_MR, n, K, A + i * step, ap ? 1 : ai, ap ? GEMM_MR : ak, P, C + i * ldc,
+                  ldc, acc);
     for (; i + 4 <= m; i += 4)
-        tile_REAL(4, n, K, ap ? A + i * K : A + i * ai, ap ? 1 : ai, ap ? 4 : ak, P,
-                  C + i * ldc, ldc, acc);
+        tile_REAL(4, n, K, A + i * step, ap ? 1 : ai, ap ? 4 : ak, P, C + i * ldc, ldc, acc);
     for (; i < m; i++)
-        tile_REAL(1, n, K, ap ? A + i * K : A + i * ai, ap ? 1 : ai, ap ? 1 : ak, P,
-                  C + i * ldc, ldc, acc);
+        tile_REAL(1, n, K, A + i * step, ap ? 1 : ai, ap ? 1 : ak, P, C + i * ldc, ldc, acc);
 }
 
 /* m rows of A stored as columns (ai == 1) into the packed layout of rows_REAL: a column

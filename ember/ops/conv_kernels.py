@@ -205,17 +205,19 @@ static void pool(const conv_t *q, const REAL *restrict yt, REAL *restrict out,
             const REAL *first = yt + (ph * q->PSH * OW + pw * q->PSW) * O;
             REAL *restrict mw = m + (ph * q->POW + pw) * O;
             REAL *restrict aw = at + (ph * q->POW + pw) * O;
-            if (!index && q->PKH == 2 && q->PKW == 2) {  /* (the usual window: one pass) */
-                const REAL *restrict t1 = first + O, *restrict t2 = first + OW * O;
-                const REAL *restrict t3 = t2 + O;
+            /* the usual 2 x 2 window in one pass: its taps after the first, in order */
+            const int64_t taps[3] = {O, OW * O, (OW + 1) * O};
+            const REAL offsets[3] = {1, (REAL)OW, (REAL)(OW + 1)};
+            const int two_by_two = q->PKH == 2 && q->PKW == 2;
+            if (!index && two_by_two) {
                 #pragma omp simd
                 for (int64_t o = o0; o < o1; o++) {
-                    REAL best = first[o], v = t1[o];
-                    best = (v > best) | (v != v) ? v : best;
-                    v = t2[o];
-                    best = (v > best) | (v != v) ? v : best;
-                    v = t3[o];
-                    mw[o] = (v > best) | (v != v) ? v : best;
+                    REAL best = first[o];
+                    for (int s = 0; s < 3; s++) {
+                        const REAL v = first[taps[s] + o];
+                        best = (v > best) | (v != v) ? v : best;
+                    }
+                    mw[o] = best;
                 }
                 continue;
             }
@@ -234,31 +236,21 @@ static void pool(const conv_t *q, const REAL *restrict yt, REAL *restrict out,
                     }
                 continue;
             }
-            if (q->PKH == 2 && q->PKW == 2) {  /* (the usual window: one pass) */
-                const REAL *restrict t1 = first + O, *restrict t2 = first + OW * O;
-                const REAL *restrict t3 = t2 + O;
-                const REAL below = (REAL)OW, diagonal = (REAL)(OW + 1);
+            if (two_by_two) {
                 #pragma omp simd
                 for (int64_t o = o0; o < o1; o++) {
                     const REAL b = bias[o];
-                    REAL best = first[o] + b, where = 0, v;
-                    int take;
+                    REAL best = first[o] + b, where = 0;
                     best = best < floor ? floor : best;
-                    v = t1[o] + b;
-                    v = v < floor ? floor : v;
-                    take = (v > best) | (v != v);
-                    best = take ? v : best;
-                    where = take ? (REAL)1 : where;
-                    v = t2[o] + b;
-                    v = v < floor ? floor : v;
-                    take = (v > best) | (v != v);
-                    best = take ? v : best;
-                    where = take ? below : where;
-                    v = t3[o] + b;
-                    v = v < floor ? floor : v;
-                    take = (v > best) | (v != v);
-                    mw[o] = take ? v : best;
-                    aw[o] = take ? diagonal : where;
+                    for (int s = 0; s < 3; s++) {
+                        REAL v = first[taps[s] + o] + b;
+                        v = v < floor ? floor : v;
+                        const int take = (v > best) | (v != v);
+                        best = take ? v : best;
+                        where = take ? offsets[s] : where;
+                    }
+                    mw[o] = best;
+                    aw[o] = where;
                 }
                 continue;
             }
