@@ -30,10 +30,18 @@ address from :func:`address`.
 """
 import numpy as np
 
-_TEMPLATE = r"""
-typedef REAL vREAL __attribute__((vector_size(GEMM_VBYTES)));
-enum { NR_REAL = 2 * GEMM_VBYTES / sizeof(REAL) };  /* a panel's width: two vectors */
-
+# 8 x 8 transposes in registers where the compiler has vector shuffles (GEMM_SHUFFLES):
+# the GEMM's packing of a transposed operand, and the convolution loops' results written
+# channels first
+TRANSPOSE8 = r"""
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_shufflevector)
+#define GEMM_SHUFFLES 1
+#endif
+#endif
+#ifndef GEMM_SHUFFLES
+#define GEMM_SHUFFLES 0
+#endif
 #if GEMM_SHUFFLES
 typedef REAL v8REAL __attribute__((vector_size(8 * sizeof(REAL))));
 /* o = r transposed, for 8 x 8 values */
@@ -57,6 +65,17 @@ static inline void transpose8_REAL(const v8REAL *r, v8REAL *o)
     }
 }
 #endif
+"""
+
+_TEMPLATE = r"""
+typedef REAL vREAL __attribute__((vector_size(GEMM_VBYTES)));
+enum { NR_REAL = 2 * GEMM_VBYTES / sizeof(REAL) };  /* a panel's width: two vectors */
+
+/* k in blocks of this many */
+static inline int64_t k_block(int64_t K)
+{
+    return K <= GEMM_KC + GEMM_KC / 2 ? K : GEMM_KC;
+}
 
 /* Columns [0, n) of B, K rows, (k, j) at B[k * bk + j * bj], into the panel P: row k at
    P + k * NR, zeros past column n. */
@@ -99,11 +118,13 @@ static void pack_REAL(const REAL *B, int64_t bk, int64_t bj, int64_t K, int64_t 
 }
 
 /* C[0:ROWS, 0:n] = A[0:ROWS, :] . P (+ C where acc) for a panel P (K x NR); A(i, k) at
-   A[i * ai + k * ak], with ak == 1 (rows) or ai == 1 (columns). ROWS is a constant where
-   this is inlined. */
+   A[i * ai + k * ak], with ak == 1 (rows) or ai == 1 (columns), or where ko is given, at
+   A[i + ko[k]] (columns at offsets: a convolution's taps read from the image in place).
+   ROWS is a constant where this is inlined. */
 __attribute__((optimize("fp-contract=fast"), always_inline))
 static inline void tile_REAL(const int ROWS, int64_t n, int64_t K, const REAL *A, int64_t ai,
-                             int64_t ak, const REAL *P, REAL *C, int64_t ldc, int acc)
+                             int64_t ak, const int64_t *ko, const REAL *P, REAL *C,
+                             int64_t ldc, int acc)
 {
     enum { NR = NR_REAL, L = NR_REAL / 2 };
     vREAL c0[GEMM_MR], c1[GEMM_MR];
@@ -121,6 +142,17 @@ static inline void tile_REAL(const int ROWS, int64_t n, int64_t K, const REAL *A
                 const REAL x = a[i][k];
                 c0[i] += x * b0;
                 c1[i] += x * b1;
+            }
+        }
+    } else if (ko) {
+        for (int64_t k = 0; k < K; k++) {
+            vREAL b0, b1;
+            memcpy(&b0, P + k * NR, sizeof b0);
+            memcpy(&b1, P + k * NR + L, sizeof b1);
+            const REAL *x = A + ko[k];
+            for (int i = 0; i < ROWS; i++) {
+                c0[i] += x[i] * b0;
+                c1[i] += x[i] * b1;
             }
         }
     } else {
@@ -157,21 +189,23 @@ static inline void tile_REAL(const int ROWS, int64_t n, int64_t K, const REAL *A
     }
 }
 
-/* The tiles of m rows: MR at a time, then 4, then 1. A is in place, or packed (ap): each
-   tile's rows then lie k-major at A + (its first row) * K. */
+/* The tiles of m rows: MR at a time, then 4, then 1. A is in place (at offsets ko where
+   given), or packed (ap): each tile's rows then lie k-major at A + (its first row) * K. */
 __attribute__((optimize("fp-contract=fast")))  /* (the tiles are inlined here) */
 static void rows_REAL(int64_t m, int64_t n, int64_t K, const REAL *A, int64_t ai, int64_t ak,
-                      int ap, const REAL *P, REAL *C, int64_t ldc, int acc)
+                      const int64_t *ko, int ap, const REAL *P, REAL *C, int64_t ldc, int acc)
 {
     const int64_t step = ap ? K : ai;  /* from one row's block to the next */
     int64_t i = 0;
     for (; i + GEMM_MR <= m; i += GEMM_MR)
-        tile_REAL(GEMM_MR, n, K, A + i * step, ap ? 1 : ai, ap ? GEMM_MR : ak, P, C + i * ldc,
-                  ldc, acc);
+        tile_REAL(GEMM_MR, n, K, A + i * step, ap ? 1 : ai, ap ? GEMM_MR : ak, ko, P,
+                  C + i * ldc, ldc, acc);
     for (; i + 4 <= m; i += 4)
-        tile_REAL(4, n, K, A + i * step, ap ? 1 : ai, ap ? 4 : ak, P, C + i * ldc, ldc, acc);
+        tile_REAL(4, n, K, A + i * step, ap ? 1 : ai, ap ? 4 : ak, ko, P, C + i * ldc, ldc,
+                  acc);
     for (; i < m; i++)
-        tile_REAL(1, n, K, A + i * step, ap ? 1 : ai, ap ? 1 : ak, P, C + i * ldc, ldc, acc);
+        tile_REAL(1, n, K, A + i * step, ap ? 1 : ai, ap ? 1 : ak, ko, P, C + i * ldc, ldc,
+                  acc);
 }
 
 /* m rows of A stored as columns (ai == 1) into the packed layout of rows_REAL: a column
@@ -200,7 +234,7 @@ static int gemm_REAL(int64_t m, int64_t n, int64_t K, const REAL *A, int64_t ai,
                      const REAL *B, int64_t bk, int64_t bj, REAL *C, int64_t ldc, int acc)
 {
     enum { NR = NR_REAL };
-    const int64_t kc = K <= GEMM_KC + GEMM_KC / 2 ? K : GEMM_KC;  /* k in blocks of kc */
+    const int64_t kc = k_block(K);
     int64_t chunk = GEMM_CHUNK_BYTES / (kc * (int64_t)sizeof(REAL));
     chunk = chunk < 96 ? 96 : chunk - chunk % GEMM_MR;
     /* packed where a block's columns span more than the L1 cache holds and their stride
@@ -222,12 +256,43 @@ static int gemm_REAL(int64_t m, int64_t n, int64_t K, const REAL *A, int64_t ai,
             for (int64_t j0 = 0; j0 < n; j0 += NR) {
                 const int64_t cols = n - j0 < NR ? n - j0 : NR;
                 pack_REAL(B + j0 * bj + k0 * bk, bk, bj, ks, cols, P);
-                rows_REAL(rows, cols, ks, ap ? Q : a, ai, ak, ap, P, C + i0 * ldc + j0, ldc,
+                rows_REAL(rows, cols, ks, ap ? Q : a, ai, ak, 0, ap, P, C + i0 * ldc + j0, ldc,
                           acc || k0 > 0);
             }
         }
     }
     return 0;
+}
+
+/* All of B (K x n, strides as gemm_REAL's) packed for gemm_packed_REAL into P
+   (packed_size(K, n) elements): block by block of k, panel by panel. */
+static void pack_all_REAL(const REAL *B, int64_t bk, int64_t bj, int64_t K, int64_t n,
+                          REAL *P)
+{
+    enum { NR = NR_REAL };
+    const int64_t kc = k_block(K), width = (n + NR - 1) / NR * NR;
+    for (int64_t k0 = 0; k0 < K; k0 += kc) {
+        const int64_t ks = K - k0 < kc ? K - k0 : kc;
+        for (int64_t j0 = 0; j0 < n; j0 += NR)
+            pack_REAL(B + j0 * bj + k0 * bk, bk, bj, ks, n - j0 < NR ? n - j0 : NR,
+                      P + k0 * width + j0 * ks);
+    }
+}
+
+/* C (m x n) = A . B (+ C where acc) for B packed by pack_all_REAL; A(i, k) at
+   A[i + ko[k]] (a convolution's image, each tap k at its offset). One thread; no
+   buffers. */
+static void gemm_packed_REAL(int64_t m, int64_t n, int64_t K, const REAL *A,
+                             const int64_t *ko, const REAL *P, REAL *C, int64_t ldc, int acc)
+{
+    enum { NR = NR_REAL };
+    const int64_t kc = k_block(K), width = (n + NR - 1) / NR * NR;
+    for (int64_t k0 = 0; k0 < K; k0 += kc) {
+        const int64_t ks = K - k0 < kc ? K - k0 : kc;
+        for (int64_t j0 = 0; j0 < n; j0 += NR)
+            rows_REAL(m, n - j0 < NR ? n - j0 : NR, ks, A, 1, 0, ko + k0, 0,
+                      P + k0 * width + j0 * ks, C + j0, ldc, acc || k0 > 0);
+    }
 }
 """
 
@@ -249,14 +314,6 @@ _PRELUDE = r"""
 #endif
 #define GEMM_CHUNK_BYTES (512 * 1024)
 #define GEMM_KC 256
-#if defined(__has_builtin)
-#if __has_builtin(__builtin_shufflevector)
-#define GEMM_SHUFFLES 1
-#endif
-#endif
-#ifndef GEMM_SHUFFLES
-#define GEMM_SHUFFLES 0
-#endif
 
 /* This thread's buffer, at least `bytes` long (64-byte aligned), or NULL. It is freed
    when the thread exits (a thread-specific key's destructor), so programs that start
@@ -308,6 +365,9 @@ _ENTRY = r"""
 void ember_kernel(int64_t *p)
 {
     p[0] = (int64_t)(intptr_t)&gemm_REAL;
+    p[1] = (int64_t)(intptr_t)&pack_all_REAL;
+    p[2] = (int64_t)(intptr_t)&gemm_packed_REAL;
+    p[3] = NR_REAL;
 }
 """
 
@@ -318,10 +378,34 @@ typedef int (*own_gemm_float)(int64_t, int64_t, int64_t, const float *, int64_t,
                               const float *, int64_t, int64_t, float *, int64_t, int);
 typedef int (*own_gemm_double)(int64_t, int64_t, int64_t, const double *, int64_t, int64_t,
                                const double *, int64_t, int64_t, double *, int64_t, int);
+typedef void (*pack_all_float)(const float *, int64_t, int64_t, int64_t, int64_t, float *);
+typedef void (*pack_all_double)(const double *, int64_t, int64_t, int64_t, int64_t, double *);
+typedef void (*gemm_packed_float)(int64_t, int64_t, int64_t, const float *, const int64_t *,
+                                  const float *, float *, int64_t, int);
+typedef void (*gemm_packed_double)(int64_t, int64_t, int64_t, const double *,
+                                   const int64_t *, const double *, double *, int64_t, int);
 """
 
 _FLOATS = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
-_addresses: dict = {}
+_entries: dict = {}
+
+
+def _entry_points(dtype):
+    """(gemm, pack_all, gemm_packed, panel width) for ``dtype``, built at the first use,
+    or None (another dtype, no C compiler)."""
+    real = _FLOATS.get(np.dtype(dtype))
+    if real is None:
+        return None
+    if real not in _entries:
+        from ..compiler.codegen import build
+        _entries[real] = None
+        source = _PRELUDE + TRANSPOSE8 + _TEMPLATE + _ENTRY
+        entry = build.load_c_function(f"gemm_{real}", source.replace("REAL", real))
+        if entry is not None:
+            out = np.zeros(4, np.int64)
+            entry(out.ctypes.data)
+            _entries[real] = tuple(int(v) for v in out)
+    return _entries[real]
 
 
 def address(dtype) -> int:
@@ -330,19 +414,15 @@ def address(dtype) -> int:
     for the float64 one), or 0 where it does not apply (another dtype, no C compiler):
     then callers keep OpenBLAS. Its signature is ``CALLER``'s; it does not start threads,
     so an address stays good in a forked child."""
-    real = _FLOATS.get(np.dtype(dtype))
-    if real is None:
-        return 0
-    found = _addresses.get(real)
-    if found is None:
-        from ..compiler.codegen import build
-        found = 0
-        entry = build.load_c_function(f"gemm_{real}",
-                                      (_PRELUDE + _TEMPLATE + _ENTRY).replace("REAL", real))
-        if entry is not None:
-            out = np.zeros(1, np.int64)
-            entry(out.ctypes.data)
-            found = int(out[0])
-        _addresses[real] = found
-    return found
+    found = _entry_points(dtype)
+    return found[0] if found else 0
 
+
+def packed(dtype):
+    """``(pack_all, gemm_packed, panel width)`` for ``dtype``: the GEMM with its right
+    operand packed once by the caller (``CALLER``'s ``pack_all_*``, into ``width``-wide
+    panels: ``ceil(n / width) * width * K`` elements) and its left operand read at column
+    offsets (``gemm_packed_*``: a convolution's taps read from the image in place), or
+    None where the GEMM does not apply."""
+    found = _entry_points(dtype)
+    return found[1:] if found else None

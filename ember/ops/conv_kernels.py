@@ -47,6 +47,7 @@ COMMON = cpu_gemm.CALLER + r"""
 #include <stdint.h>
 #include <string.h>
 #include <omp.h>
+""" + cpu_gemm.TRANSPOSE8 + r"""
 typedef void (*gemm_l)(int, int, int, int64_t, int64_t, int64_t, REAL, const REAL *, int64_t,
                        const REAL *, int64_t, REAL, REAL *, int64_t);
 typedef void (*gemm_i)(int, int, int, int32_t, int32_t, int32_t, REAL, const REAL *, int32_t,
@@ -56,6 +57,10 @@ typedef void (*gemm_i)(int, int, int, int32_t, int32_t, int32_t, REAL, const REA
 typedef struct {
     int64_t gemm, wide, N, C, H, W, O, KH, KW, SH, SW, PH, PW, DH, DW, OH, OW;
     int64_t x, w, bias, out, work, relu, PKH, PKW, PSH, PSW, POH, POW, index, own;
+    /* the forward's implicit path (conv_kernels.py): the GEMM on a packed weight, the
+       taps' offsets in a padded image (0: the columns' path), its padded size, images
+       per product */
+    int64_t pack_all, gemm_packed, ko, panel, HP, WP, group;
 } conv_t;
 
 #define OWN_GEMM_OF_(T) own_gemm_##T
@@ -192,21 +197,21 @@ static void finish(const conv_t *q, REAL *y, int64_t o0, int64_t o1)
    first of equal values wins as in the unfused pooling; at (as m) keeps each winner's
    offset from its window's first position, in REAL (exact: a plane holds fewer than
    2^24 values), the same vector width as the values. */
-static void pool(const conv_t *q, const REAL *restrict yt, REAL *restrict out,
-                 int64_t *restrict index, REAL *restrict m, REAL *restrict at,
-                 int64_t o0, int64_t o1)
+static void pool(const conv_t *q, const REAL *restrict yt, int64_t yw, int64_t ph0,
+                 int64_t ph1, REAL *restrict out, int64_t *restrict index, REAL *restrict m,
+                 REAL *restrict at, int64_t o0, int64_t o1)
 {
     const REAL *bias = (const REAL *)q->bias;  /* (never NULL with indices) */
-    const int64_t O = q->O, PL = q->POH * q->POW, OW = q->OW;
+    const int64_t O = q->O, OW = q->OW;
     const int relu = (int)q->relu;
     const REAL floor = relu ? (REAL)0 : -(REAL)INFINITY;  /* NaN stays NaN */
-    for (int64_t ph = 0; ph < q->POH; ph++)
+    for (int64_t ph = ph0; ph < ph1; ph++)
         for (int64_t pw = 0; pw < q->POW; pw++) {
-            const REAL *first = yt + (ph * q->PSH * OW + pw * q->PSW) * O;
-            REAL *restrict mw = m + (ph * q->POW + pw) * O;
-            REAL *restrict aw = at + (ph * q->POW + pw) * O;
+            const REAL *first = yt + ((ph - ph0) * q->PSH * yw + pw * q->PSW) * O;
+            REAL *restrict mw = m + ((ph - ph0) * q->POW + pw) * O;
+            REAL *restrict aw = at + ((ph - ph0) * q->POW + pw) * O;
             /* the usual 2 x 2 window in one pass: its taps after the first, in order */
-            const int64_t taps[3] = {O, OW * O, (OW + 1) * O};
+            const int64_t taps[3] = {O, yw * O, (yw + 1) * O};
             const REAL offsets[3] = {1, (REAL)OW, (REAL)(OW + 1)};
             const int two_by_two = q->PKH == 2 && q->PKW == 2;
             if (!index && two_by_two) {
@@ -227,7 +232,7 @@ static void pool(const conv_t *q, const REAL *restrict yt, REAL *restrict out,
                     mw[o] = first[o];
                 for (int64_t i = 0; i < q->PKH; i++)
                     for (int64_t j = i ? 0 : 1; j < q->PKW; j++) {
-                        const REAL *restrict tap = first + (i * OW + j) * O;
+                        const REAL *restrict tap = first + (i * yw + j) * O;
                         #pragma omp simd
                         for (int64_t o = o0; o < o1; o++) {
                             const REAL v = tap[o];
@@ -262,7 +267,7 @@ static void pool(const conv_t *q, const REAL *restrict yt, REAL *restrict out,
             }
             for (int64_t i = 0; i < q->PKH; i++)
                 for (int64_t j = i ? 0 : 1; j < q->PKW; j++) {
-                    const REAL *restrict tap = first + (i * OW + j) * O;
+                    const REAL *restrict tap = first + (i * yw + j) * O;
                     const REAL offset = (REAL)(i * OW + j);
                     #pragma omp simd
                     for (int64_t o = o0; o < o1; o++) {
@@ -274,21 +279,166 @@ static void pool(const conv_t *q, const REAL *restrict yt, REAL *restrict out,
                     }
                 }
         }
+    const int64_t PL = q->POH * q->POW, first = ph0 * q->POW, count = (ph1 - ph0) * q->POW;
     for (int64_t o = o0; o < o1; o++) {
-        REAL *dst = out + o * PL;
+        REAL *dst = out + o * PL + first;
         if (index) {
-            int64_t *idst = index + o * PL;
-            for (int64_t ph = 0, p = 0; ph < q->POH; ph++)
+            int64_t *idst = index + o * PL + first;
+            for (int64_t ph = ph0, p = 0; ph < ph1; ph++)
                 for (int64_t pw = 0; pw < q->POW; pw++, p++) {
                     dst[p] = m[p * O + o];
                     idst[p] = ph * q->PSH * OW + pw * q->PSW + (int64_t)at[p * O + o];
                 }
         } else {
             const REAL b = bias ? bias[o] : (REAL)0;
-            for (int64_t p = 0; p < PL; p++) {
+            for (int64_t p = 0; p < count; p++) {
                 const REAL v = m[p * O + o] + b;
                 dst[p] = v < floor ? floor : v;
             }
+        }
+    }
+}
+
+/* The implicit forward (stride 1; q->ko given): no columns. The image (copied into a
+   padded one where the convolution pads) is the GEMM's left operand as it lies: output
+   (oh, ow) is row oh * WP + ow of a grid as wide as the padded image, and its tap k is
+   the image's value at that row + ko[k]. The last WP - OW rows of each grid line are
+   computed and never read (2 of every 13 on the cnn's second layer), and the weight is
+   packed once per call, not once per product. With one channel, consecutive images are
+   consecutive planes: `group` of them make one grid. */
+
+#define PACK_ALL_OF_(T) pack_all_##T
+#define PACK_ALL_OF(T) PACK_ALL_OF_(T)
+#define GEMM_PACKED_OF_(T) gemm_packed_##T
+#define GEMM_PACKED_OF(T) GEMM_PACKED_OF_(T)
+
+/* rows [r0, r1) of the planes [c0, c1) of images [n, n + g) into their padded copies */
+static void pad_rows(const conv_t *q, const REAL *x, REAL *pad, int64_t g, int64_t r0,
+                     int64_t r1)
+{
+    const int64_t H = q->H, W = q->W, WP = q->WP, plane = q->HP * WP;
+    for (int64_t c = 0; c < g * q->C; c++)
+        for (int64_t r = r0; r < r1; r++) {
+            REAL *row = pad + c * plane + r * WP;
+            const int64_t ih = r - q->PH;
+            if (ih < 0 || ih >= H) {
+                for (int64_t j = 0; j < WP; j++) row[j] = 0;
+                continue;
+            }
+            const REAL *in = x + c * H * W + ih * W;
+            for (int64_t j = 0; j < WP; j++) {
+                const int64_t iw = j - q->PW;
+                row[j] = iw >= 0 && iw < W ? in[iw] : 0;
+            }
+        }
+}
+
+/* channels last yt (grid rows WP apart, from row r0) + bias, relu, into rows [r0, r1)
+   of one image's output y (O x OH*OW): 8 positions x 8 channels at a time, transposed
+   in registers, the rest one by one */
+static void unpack(const conv_t *q, const REAL *yt, int64_t r0, int64_t r1, REAL *y)
+{
+    const REAL *bias = (const REAL *)q->bias;
+    const int64_t O = q->O, OW = q->OW, WP = q->WP, L = q->OH * OW;
+    const int relu = (int)q->relu;
+    for (int64_t r = r0; r < r1; r++) {
+        const REAL *row = yt + (r - r0) * WP * O;  /* position j, channel o at j * O + o */
+        REAL *dst = y + r * OW;                   /* at o * L + j */
+        int64_t j0 = 0;
+#if GEMM_SHUFFLES
+        for (; j0 + 8 <= OW; j0 += 8) {
+            int64_t o0 = 0;
+            for (; o0 + 8 <= O; o0 += 8) {
+                v8REAL a[8], t[8];
+                for (int i = 0; i < 8; i++)
+                    memcpy(&a[i], row + (j0 + i) * O + o0, sizeof a[i]);
+                transpose8_REAL(a, t);
+                for (int i = 0; i < 8; i++) {
+                    REAL v[8], *out = dst + (o0 + i) * L + j0;
+                    const REAL b = bias ? bias[o0 + i] : (REAL)0;
+                    memcpy(v, &t[i], sizeof v);
+                    #pragma omp simd
+                    for (int jj = 0; jj < 8; jj++) {
+                        const REAL s = v[jj] + b;
+                        out[jj] = relu && s < 0 ? 0 : s;
+                    }
+                }
+            }
+            for (; o0 < O; o0++)
+                for (int64_t j = j0; j < j0 + 8; j++) {
+                    const REAL s = row[j * O + o0] + (bias ? bias[o0] : (REAL)0);
+                    dst[o0 * L + j] = relu && s < 0 ? 0 : s;
+                }
+        }
+#endif
+        for (int64_t o = 0; o < O; o++)
+            for (int64_t j = j0; j < OW; j++) {
+                const REAL s = row[j * O + o] + (bias ? bias[o] : (REAL)0);
+                dst[o * L + j] = relu && s < 0 ? 0 : s;
+            }
+    }
+}
+
+/* output rows [p0, p1) (pooled rows where pooled) of images [n, n + g) (g > 1: whole
+   images of one channel); yt the thread's result, pad its padded images */
+static void implicit_block(const conv_t *q, const REAL *P, REAL *pad, REAL *yt, int64_t n,
+                           int64_t g, int64_t p0, int64_t p1)
+{
+    const int64_t C = q->C, O = q->O, WP = q->WP, plane = q->HP * WP;
+    const int64_t K = C * q->KH * q->KW, pooled = q->PKH != 0;
+    const int64_t out_plane = O * (pooled ? q->POH * q->POW : q->OH * q->OW);
+    const int64_t r0 = pooled ? p0 * q->PSH : p0;
+    const int64_t r1 = pooled ? (p1 - 1) * q->PSH + q->PKH : p1;
+    const REAL *src = (const REAL *)q->x + n * C * q->H * q->W;
+    if (pad) {
+        pad_rows(q, src, pad, g, r0, r1 + (q->KH - 1) * q->DH);
+        src = pad;
+    }
+    const int64_t M = (g - 1) * plane + (r1 - r0 - 1) * WP + q->OW;
+    ((GEMM_PACKED_OF(REAL))q->gemm_packed)(M, O, K, src + r0 * WP, (const int64_t *)q->ko,
+                                          P, yt, O, 0);
+    REAL *out = (REAL *)q->out + n * out_plane;
+    for (int64_t i = 0; i < g; i++) {
+        const REAL *y = yt + i * plane * O;
+        if (pooled) {
+            REAL *m = yt + ((g - 1) * plane + (r1 - r0) * WP) * O;
+            pool(q, y, WP, p0, p1, out + i * out_plane,
+                 q->index ? (int64_t *)q->index + (n + i) * out_plane : 0, m,
+                 m + (p1 - p0) * q->POW * O, 0, O);
+        } else {
+            unpack(q, y, r0, r1, out + i * out_plane);
+        }
+    }
+}
+
+static void implicit_forward(const conv_t *q, int threads)
+{
+    const int64_t K = q->C * q->KH * q->KW, O = q->O, N = q->N, g = q->group;
+    const int64_t plane = q->HP * q->WP;
+    const int padded = q->PH || q->PW || q->HP != q->H || q->WP != q->W;
+    const int64_t width = (O + q->panel - 1) / q->panel * q->panel;
+    const int64_t rows = q->PKH ? q->POH : q->OH;
+    /* work: the packed weight (64-byte aligned), then per thread its padded images, its
+       result (grid rows x O) and, where pooled, the windows' maxima and offsets */
+    REAL *P = (REAL *)(((uintptr_t)q->work + 63) & ~(uintptr_t)63);
+    const int64_t pad_len = padded ? g * q->C * plane : 0;
+    const int64_t y_len = ((g - 1) * plane + q->HP * q->WP) * O +
+                          (q->PKH ? 2 * q->POH * q->POW * O : 0);
+    ((PACK_ALL_OF(REAL))q->pack_all)((const REAL *)q->w, 1, K, K, O, P);
+    #pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+        const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+        REAL *pad = P + width * K + t * (pad_len + y_len), *yt = pad + pad_len;
+        if (N < nt) {  /* fewer images than threads: each takes rows of every image */
+            for (int64_t n = 0; n < N; n++)
+                if (rows * (t + 1) / nt > rows * t / nt)
+                    implicit_block(q, P, padded ? pad : 0, yt, n, 1, rows * t / nt,
+                                   rows * (t + 1) / nt);
+        } else {
+            const int64_t last = N * (t + 1) / nt;
+            for (int64_t n = N * t / nt; n < last; n += g)
+                implicit_block(q, P, padded ? pad : 0, yt, n, last - n < g ? last - n : g, 0,
+                               rows);
         }
     }
 }
@@ -297,6 +447,10 @@ void ember_kernel(const int64_t *p)
 {
     const int threads = (int)p[0];
     const conv_t *q = (const conv_t *)(p + 1);
+    if (q->ko) {
+        implicit_forward(q, threads);
+        return;
+    }
     const int64_t K = q->C * q->KH * q->KW, L = q->OH * q->OW, O = q->O;
     const int64_t in_plane = q->C * q->H * q->W;
     const int64_t out_plane = O * (q->PKH ? q->POH * q->POW : L);
@@ -334,7 +488,7 @@ void ember_kernel(const int64_t *p)
             if (o1 > o0 && q->PKH) {   /* yt[:, o0:o1] = cols^T @ w[o0:o1]^T, pooled */
                 gemm(q, 112, 112, g * L, o1 - o0, K, c, g * L, w + o0 * K, K, 0, yt + o0, O);
                 for (int64_t i = 0; i < g; i++)
-                    pool(q, yt + i * L * O, o + i * out_plane,
+                    pool(q, yt + i * L * O, q->OW, 0, q->POH, o + i * out_plane,
                          q->index ? (int64_t *)q->index + (n + i) * out_plane : 0,
                          yt + g * L * O, yt + g * L * O + PL * O, o0, o1);
             } else if (o1 > o0) {     /* o[o0:o1] = w[o0:o1] @ cols */
@@ -434,6 +588,7 @@ def group_of(k: int, length: int) -> int:
     """Images per GEMM (COMMON's ``group_of``) for columns of ``k`` x ``length``."""
     return GROUP if k * length * GROUP <= GROUP_LIMIT else 1
 
+IMPLICIT_TAPS = 64  # the fewest taps (C * KH * KW) an unpooled result takes implicitly
 # A product this small runs on one thread (the threads' start and barriers cost more)
 MIN_PARALLEL_FLOPS = 1 << 21
 _work = threading.local()  # each Python thread's column buffers, grown as needed
@@ -466,7 +621,7 @@ def conv2d_forward(x, w, bias, stride, padding, dilation, out_size, relu=False,
                       indices)
     if plan is False or os.getpid() != FORWARD.pid:  # (a forked child: NumPy's path)
         return None
-    kernel, template, out_shape, work_size, zeros = plan
+    kernel, template, out_shape, work_size, zeros, _ = plan
     if not x.flags.c_contiguous:
         x = np.ascontiguousarray(x)
     if not w.flags.c_contiguous:
@@ -526,12 +681,46 @@ def _forward_plan(x, w, bias, stride, padding, dilation, out_size, relu, pool, i
         if bias is None:  # (the loop adds a bias to every value before comparing)
             zeros = np.zeros(o, x.dtype)
     sgemm, dgemm, wide = blas
+    implicit, work, offsets = _implicit_plan(x.dtype, x.shape, w.shape, stride, padding,
+                                             dilation, out_size, pout if pool else None,
+                                             threads)
+    if implicit is None:
+        implicit, work = [0] * 7, per_thread * (threads if n >= threads else 1)
     params = np.array([threads, sgemm if x.dtype == np.float32 else dgemm, wide, n, c, h, wd,
                        o, kh, kw, *stride, *padding, *dilation, oh, ow, 0, 0, 0, 0, 0,
-                       int(relu), *pk, *ps, *pout, 0, own_gemm(x.dtype)],
+                       int(relu), *pk, *ps, *pout, 0, own_gemm(x.dtype), *implicit],
                       dtype=np.int64)
-    return (kernel, params, (n, o) + (pout if pool else out_size),
-            per_thread * (threads if n >= threads else 1), zeros)
+    return kernel, params, (n, o) + (pout if pool else out_size), work, zeros, offsets
+
+
+def _implicit_plan(dtype, x_shape, w_shape, stride, padding, dilation, out_size, pout,
+                   threads):
+    """conv_t's implicit fields (pack_all, gemm_packed, ko, panel, HP, WP, group), the
+    work size and the taps' offsets (``ko`` points into them: the plan keeps them) for
+    the C loop's implicit path (stride 1), or (None, 0, None) where it does not apply
+    (another stride, no own GEMM)."""
+    found = cpu_gemm.packed(dtype) if cpu_blas.OWN_GEMM else None
+    n, c, h, wd = x_shape
+    o, _, kh, kw = w_shape
+    # Unpooled, the result is transposed to channels first; with few taps the columns
+    # cost less than that (measured: 3x3 taps of 1-3 channels ran slower implicit, of 8
+    # channels or more faster)
+    if found is None or stride != (1, 1) or (pout is None and c * kh * kw < IMPLICIT_TAPS):
+        return None, 0, None
+    pack_all, gemm_packed, panel = found
+    oh, ow = out_size
+    hp, wp = oh + dilation[0] * (kh - 1), ow + dilation[1] * (kw - 1)
+    plane = hp * wp
+    group = GROUP if c == 1 and n >= threads and GROUP * plane * o <= 1 << 18 else 1
+    offsets = np.array([ci * plane + i * dilation[0] * wp + j * dilation[1]
+                        for ci in range(c) for i in range(kh) for j in range(kw)], np.int64)
+    padded = padding != (0, 0) or (hp, wp) != (h, wd)
+    per_thread = (group * c * plane if padded else 0) + ((group - 1) * plane + plane) * o
+    if pout is not None:
+        per_thread += 2 * pout[0] * pout[1] * o
+    width = -(-o // panel) * panel
+    return ([pack_all, gemm_packed, address(offsets), panel, hp, wp, group],
+            width * c * kh * kw + 64 + threads * per_thread, offsets)
 
 
 _PLANS = Plans(_forward_plan, 256)

@@ -50,6 +50,13 @@ FORWARD = [(64, 1, (28, 28), 32, (3, 3), (1, 1), (0, 0), (0, 0), (1, 1)),
            (1, 2, (9, 9), 3, (3, 3), (3, 2), (2, 2), (2, 2), (2, 1)),
            # columns too large to group images per GEMM (576 x 576 x 4 > 1M elements)
            (3, 64, (26, 26), 8, (3, 3), (1, 1), (0, 0), (0, 0), (1, 1))]
+# stride 1 with padding (the implicit path's padded images): one channel, 5 images (a
+# group of them per product, and a last group short); one image on two threads with k
+# past one block (450 taps) and 3 panels of weights, the last short; asymmetric pads
+IMPLICIT = [(5, 1, (10, 9), 6, (3, 3), (1, 1), (1, 1), (1, 1), (1, 1)),
+            (1, 50, (8, 7), 70, (3, 3), (1, 1), (1, 2), (0, 1), (2, 1)),
+            (2, 4, (9, 11), 9, (2, 3), (1, 1), (0, 1), (2, 0), (1, 1))]
+FORWARD += IMPLICIT
 
 
 def _out_size(hw, k, st, lo, hi, dil):
@@ -166,7 +173,7 @@ def test_c_conv2d_weight_grad_sums_runs_of_images_in_a_fixed_order():
     assert G.conv2d_weight_grad(x.astype(np.float32), g, (3, 3), st, lo, dil) is None
 
 
-@pytest.mark.parametrize("case", FORWARD[:4] + FORWARD[-1:])
+@pytest.mark.parametrize("case", FORWARD[:4] + FORWARD[-4:])
 @pytest.mark.parametrize("relu", [True, False])
 @pytest.mark.parametrize("pool", [((2, 2), (2, 2)), ((3, 2), (2, 1))])  # (2x2: its own loop)
 def test_c_conv2d_indexed_pooling_matches_conv_relu_max_pool(case, relu, pool, monkeypatch):
@@ -219,7 +226,7 @@ def test_c_conv2d_backward_gives_the_three_gradients(case, monkeypatch):
     np.testing.assert_array_equal(dw, got[0])
 
 
-@pytest.mark.parametrize("case", [FORWARD[1], FORWARD[3], FORWARD[-1]])
+@pytest.mark.parametrize("case", [FORWARD[1], FORWARD[3], FORWARD[7], FORWARD[-1]])
 def test_c_conv2d_backward_from_a_pooling_gradient(case, monkeypatch):
     from ember.ops import pooling
     x, w, _, st, lo, hi, dil, out = _conv_case(case, np.float64, bias=False)
