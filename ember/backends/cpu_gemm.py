@@ -264,34 +264,36 @@ static int gemm_REAL(int64_t m, int64_t n, int64_t K, const REAL *A, int64_t ai,
     return 0;
 }
 
-/* All of B (K x n, strides as gemm_REAL's) packed for gemm_packed_REAL into P
-   (packed_size(K, n) elements): block by block of k, panel by panel. */
+/* Columns [j0, j1) of B (K x n, strides as gemm_REAL's; j0 a multiple of the panel
+   width) packed for gemm_packed_REAL into their place in P (ceil(n / NR) * NR * K
+   elements for all of B): block by block of k, panel by panel. */
 static void pack_all_REAL(const REAL *B, int64_t bk, int64_t bj, int64_t K, int64_t n,
-                          REAL *P)
+                          int64_t j0, int64_t j1, REAL *P)
 {
     enum { NR = NR_REAL };
     const int64_t kc = k_block(K), width = (n + NR - 1) / NR * NR;
     for (int64_t k0 = 0; k0 < K; k0 += kc) {
         const int64_t ks = K - k0 < kc ? K - k0 : kc;
-        for (int64_t j0 = 0; j0 < n; j0 += NR)
-            pack_REAL(B + j0 * bj + k0 * bk, bk, bj, ks, n - j0 < NR ? n - j0 : NR,
-                      P + k0 * width + j0 * ks);
+        for (int64_t j = j0; j < j1; j += NR)
+            pack_REAL(B + j * bj + k0 * bk, bk, bj, ks, j1 - j < NR ? j1 - j : NR,
+                      P + k0 * width + j * ks);
     }
 }
 
-/* C (m x n) = A . B (+ C where acc) for B packed by pack_all_REAL; A(i, k) at
-   A[i + ko[k]] (a convolution's image, each tap k at its offset). One thread; no
-   buffers. */
+/* Columns [j0, j1) of C (m x n) = A . B (+ C where acc) for B packed by pack_all_REAL;
+   A(i, k) at A[i + ko[k]] (a convolution's image, each tap k at its offset). One thread;
+   no buffers. */
 static void gemm_packed_REAL(int64_t m, int64_t n, int64_t K, const REAL *A,
-                             const int64_t *ko, const REAL *P, REAL *C, int64_t ldc, int acc)
+                             const int64_t *ko, const REAL *P, REAL *C, int64_t ldc,
+                             int64_t j0, int64_t j1, int acc)
 {
     enum { NR = NR_REAL };
     const int64_t kc = k_block(K), width = (n + NR - 1) / NR * NR;
     for (int64_t k0 = 0; k0 < K; k0 += kc) {
         const int64_t ks = K - k0 < kc ? K - k0 : kc;
-        for (int64_t j0 = 0; j0 < n; j0 += NR)
-            rows_REAL(m, n - j0 < NR ? n - j0 : NR, ks, A, 1, 0, ko + k0, 0,
-                      P + k0 * width + j0 * ks, C + j0, ldc, acc || k0 > 0);
+        for (int64_t j = j0; j < j1; j += NR)
+            rows_REAL(m, j1 - j < NR ? j1 - j : NR, ks, A, 1, 0, ko + k0, 0,
+                      P + k0 * width + j * ks, C + j, ldc, acc || k0 > 0);
     }
 }
 """
@@ -378,12 +380,15 @@ typedef int (*own_gemm_float)(int64_t, int64_t, int64_t, const float *, int64_t,
                               const float *, int64_t, int64_t, float *, int64_t, int);
 typedef int (*own_gemm_double)(int64_t, int64_t, int64_t, const double *, int64_t, int64_t,
                                const double *, int64_t, int64_t, double *, int64_t, int);
-typedef void (*pack_all_float)(const float *, int64_t, int64_t, int64_t, int64_t, float *);
-typedef void (*pack_all_double)(const double *, int64_t, int64_t, int64_t, int64_t, double *);
+typedef void (*pack_all_float)(const float *, int64_t, int64_t, int64_t, int64_t, int64_t,
+                               int64_t, float *);
+typedef void (*pack_all_double)(const double *, int64_t, int64_t, int64_t, int64_t, int64_t,
+                                int64_t, double *);
 typedef void (*gemm_packed_float)(int64_t, int64_t, int64_t, const float *, const int64_t *,
-                                  const float *, float *, int64_t, int);
+                                  const float *, float *, int64_t, int64_t, int64_t, int);
 typedef void (*gemm_packed_double)(int64_t, int64_t, int64_t, const double *,
-                                   const int64_t *, const double *, double *, int64_t, int);
+                                   const int64_t *, const double *, double *, int64_t,
+                                   int64_t, int64_t, int);
 """
 
 _FLOATS = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}

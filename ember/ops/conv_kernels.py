@@ -334,9 +334,10 @@ static void pad_rows(const conv_t *q, const REAL *x, REAL *pad, int64_t g, int64
 }
 
 /* channels last yt (grid rows WP apart, from row r0) + bias, relu, into rows [r0, r1)
-   of one image's output y (O x OH*OW): 8 positions x 8 channels at a time, transposed
+   and channels [c0, c1) of one image's output y (O x OH*OW): 8 positions x 8 channels at a time, transposed
    in registers, the rest one by one */
-static void unpack(const conv_t *q, const REAL *yt, int64_t r0, int64_t r1, REAL *y)
+static void unpack(const conv_t *q, const REAL *yt, int64_t r0, int64_t r1, int64_t c0,
+                   int64_t c1, REAL *y)
 {
     const REAL *bias = (const REAL *)q->bias;
     const int64_t O = q->O, OW = q->OW, WP = q->WP, L = q->OH * OW;
@@ -347,8 +348,8 @@ static void unpack(const conv_t *q, const REAL *yt, int64_t r0, int64_t r1, REAL
         int64_t j0 = 0;
 #if GEMM_SHUFFLES
         for (; j0 + 8 <= OW; j0 += 8) {
-            int64_t o0 = 0;
-            for (; o0 + 8 <= O; o0 += 8) {
+            int64_t o0 = c0;
+            for (; o0 + 8 <= c1; o0 += 8) {
                 v8REAL a[8], t[8];
                 for (int i = 0; i < 8; i++)
                     memcpy(&a[i], row + (j0 + i) * O + o0, sizeof a[i]);
@@ -364,14 +365,14 @@ static void unpack(const conv_t *q, const REAL *yt, int64_t r0, int64_t r1, REAL
                     }
                 }
             }
-            for (; o0 < O; o0++)
+            for (; o0 < c1; o0++)
                 for (int64_t j = j0; j < j0 + 8; j++) {
                     const REAL s = row[j * O + o0] + (bias ? bias[o0] : (REAL)0);
                     dst[o0 * L + j] = relu && s < 0 ? 0 : s;
                 }
         }
 #endif
-        for (int64_t o = 0; o < O; o++)
+        for (int64_t o = c0; o < c1; o++)
             for (int64_t j = j0; j < OW; j++) {
                 const REAL s = row[j * O + o] + (bias ? bias[o] : (REAL)0);
                 dst[o * L + j] = relu && s < 0 ? 0 : s;
@@ -379,10 +380,11 @@ static void unpack(const conv_t *q, const REAL *yt, int64_t r0, int64_t r1, REAL
     }
 }
 
-/* output rows [p0, p1) (pooled rows where pooled) of images [n, n + g) (g > 1: whole
-   images of one channel); yt the thread's result, pad its padded images */
+/* output rows [p0, p1) (pooled rows where pooled) and channels [o0, o1) (a multiple of
+   the panel width, or O) of images [n, n + g) (g > 1: whole images of one channel); yt
+   the thread's result, pad its padded images */
 static void implicit_block(const conv_t *q, const REAL *P, REAL *pad, REAL *yt, int64_t n,
-                           int64_t g, int64_t p0, int64_t p1)
+                           int64_t g, int64_t p0, int64_t p1, int64_t o0, int64_t o1)
 {
     const int64_t C = q->C, O = q->O, WP = q->WP, plane = q->HP * WP;
     const int64_t K = C * q->KH * q->KW, pooled = q->PKH != 0;
@@ -396,7 +398,7 @@ static void implicit_block(const conv_t *q, const REAL *P, REAL *pad, REAL *yt, 
     }
     const int64_t M = (g - 1) * plane + (r1 - r0 - 1) * WP + q->OW;
     ((GEMM_PACKED_OF(REAL))q->gemm_packed)(M, O, K, src + r0 * WP, (const int64_t *)q->ko,
-                                          P, yt, O, 0);
+                                          P, yt, O, o0, o1, 0);
     REAL *out = (REAL *)q->out + n * out_plane;
     for (int64_t i = 0; i < g; i++) {
         const REAL *y = yt + i * plane * O;
@@ -404,9 +406,9 @@ static void implicit_block(const conv_t *q, const REAL *P, REAL *pad, REAL *yt, 
             REAL *m = yt + ((g - 1) * plane + (r1 - r0) * WP) * O;
             pool(q, y, WP, p0, p1, out + i * out_plane,
                  q->index ? (int64_t *)q->index + (n + i) * out_plane : 0, m,
-                 m + (p1 - p0) * q->POW * O, 0, O);
+                 m + (p1 - p0) * q->POW * O, o0, o1);
         } else {
-            unpack(q, y, r0, r1, out + i * out_plane);
+            unpack(q, y, r0, r1, o0, o1, out + i * out_plane);
         }
     }
 }
@@ -424,21 +426,33 @@ static void implicit_forward(const conv_t *q, int threads)
     const int64_t pad_len = padded ? g * q->C * plane : 0;
     const int64_t y_len = ((g - 1) * plane + q->HP * q->WP) * O +
                           (q->PKH ? 2 * q->POH * q->POW * O : 0);
-    ((PACK_ALL_OF(REAL))q->pack_all)((const REAL *)q->w, 1, K, K, O, P);
+    const int64_t panels = width / q->panel;
+    const PACK_ALL_OF(REAL) pack = (PACK_ALL_OF(REAL))q->pack_all;
+    const REAL *w = (const REAL *)q->w;
+    const int packed = N >= threads || panels < threads;  /* (else each thread its own) */
+    if (packed)
+        pack(w, 1, K, K, O, 0, O, P);
     #pragma omp parallel num_threads(threads) if (threads > 1)
     {
         const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
         REAL *pad = P + width * K + t * (pad_len + y_len), *yt = pad + pad_len;
-        if (N < nt) {  /* fewer images than threads: each takes rows of every image */
+        if (!packed) {  /* fewer images than threads: they share the panels */
+            const int64_t o0 = panels * t / nt * q->panel;
+            const int64_t o1 = panels * (t + 1) / nt * q->panel < O ?
+                               panels * (t + 1) / nt * q->panel : O;
+            pack(w, 1, K, K, O, o0, o1, P);
+            for (int64_t n = 0; n < N; n++)
+                implicit_block(q, P, padded ? pad : 0, yt, n, 1, 0, rows, o0, o1);
+        } else if (N < nt) {           /* or the rows, where the panels are too few */
             for (int64_t n = 0; n < N; n++)
                 if (rows * (t + 1) / nt > rows * t / nt)
                     implicit_block(q, P, padded ? pad : 0, yt, n, 1, rows * t / nt,
-                                   rows * (t + 1) / nt);
+                                   rows * (t + 1) / nt, 0, O);
         } else {
             const int64_t last = N * (t + 1) / nt;
             for (int64_t n = N * t / nt; n < last; n += g)
                 implicit_block(q, P, padded ? pad : 0, yt, n, last - n < g ? last - n : g, 0,
-                               rows);
+                               rows, 0, O);
         }
     }
 }
