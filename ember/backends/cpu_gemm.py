@@ -24,6 +24,11 @@ input-gradient shapes 1.0-1.2; its weight gradients (1024 rows summed) 1.0-1.2. 
 over 2^28 flops stay with OpenBLAS, whose blocking for large matrices is better.
 ``EMBER_GEMM=openblas`` turns it off.
 
+The convolution loops also call it with the right operand packed once per call (the
+weight, :func:`packed`'s ``pack_all``) and the left one read at a table of column
+offsets (``gemm_packed``): a stride-1 convolution's taps read straight from the image,
+with no columns built (``ember/ops/conv_kernels.py``).
+
 The source is written for a type ``REAL`` and built for float and double, each a library
 of its own through the kernel cache (about 0.5 s of compiling each); callers get its
 address from :func:`address`.

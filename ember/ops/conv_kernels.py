@@ -1,12 +1,26 @@
-"""Convolution loops in C: the 2-D forward (im2col + one BLAS product per image, with
-bias, ReLU and max pooling as an epilogue) and col2im (the rest of ``conv.py`` is NumPy).
+"""Convolution loops in C: the 2-D forward (one GEMM per image, with bias, ReLU and max
+pooling as an epilogue) and col2im (the rest of ``conv.py`` is NumPy).
 
 The forward, :func:`conv2d_forward`: NumPy's path builds the columns of the whole batch
 with strided copies, multiplies once, and transposes the result into ``(N, O, H, W)``:
-three passes over large arrays. Here each OpenMP thread takes whole images: it copies
-one image's columns into its own buffer (in cache), multiplies them by the weight with a
-one-thread GEMM straight into that image's output (already in ``(O, H, W)`` order), and
-adds the bias there. With fewer images than threads, the threads share each image: rows
+three passes over large arrays. Here each OpenMP thread takes whole images.
+
+At stride 1 (the implicit path, where ember's own GEMM is on) there are no columns: the
+image, copied into a padded one where the convolution pads, is the GEMM's left operand
+as it lies. Output ``(oh, ow)`` is row ``oh * WP + ow`` of a grid as wide as the padded
+image, and its tap ``(c, kh, kw)`` reads the image at that row plus the tap's offset
+(``c * HP * WP + kh * DH * WP + kw * DW``); the grid's last ``WP - OW`` positions of each
+line are computed and dropped. The weight is packed once per call. With one channel,
+consecutive images are consecutive planes, so a few of them make one grid. The result
+is channels last; pooled, that is what the epilogue wants, else it is transposed to
+channels first by 8 x 8 blocks (only from :data:`IMPLICIT_TAPS` taps up: with fewer, the
+columns cost less than the transpose). On the cnn workload this took the compiled
+inference at batch 64 and the training step about 25 % down, against the columns.
+
+Otherwise (other strides, ``EMBER_GEMM=openblas``) each thread copies one image's
+columns into its own buffer (in cache), multiplies them by the weight with a one-thread
+GEMM straight into that image's output (already in ``(O, H, W)`` order), and adds the
+bias there. With fewer images than threads, the threads share each image: rows
 of the columns, then blocks of output channels. ``ember.jit`` also folds a following
 ReLU and max pooling into the same call (:mod:`ember.compiler.passes.epilogues`): the
 image's result is pooled while it sits in cache, and only the pooled values are written.

@@ -153,3 +153,48 @@ def test_own_gemm_buffers_of_finished_threads_are_freed():
     grown, diff = out.stdout.split()
     assert int(grown) < 8 << 20, grown
     assert float(diff) == 0.0
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_packed_gemm_reads_the_left_operand_at_column_offsets(dtype):
+    """``cpu_gemm.packed``: the right operand packed once (all of it, or panel ranges
+    packed separately, as threads sharing a convolution's weight do), the left read at a
+    table of offsets (a convolution's taps in the image), column ranges of the result."""
+    import ctypes
+
+    import numpy as np
+
+    from ember.backends import cpu_gemm
+
+    found = cpu_gemm.packed(dtype)
+    if found is None:
+        pytest.skip("no C compiler for ember's own GEMM")
+    pack_address, gemm_address, width = found
+    real = ctypes.c_float if dtype == "float32" else ctypes.c_double
+    pointer, i64 = ctypes.c_void_p, ctypes.c_int64
+    pack = ctypes.CFUNCTYPE(None, pointer, i64, i64, i64, i64, i64, i64, pointer)(pack_address)
+    gemm = ctypes.CFUNCTYPE(None, i64, i64, i64, pointer, pointer, pointer, pointer, i64, i64,
+                            i64, ctypes.c_int)(gemm_address)
+    assert ctypes.sizeof(real) * width in (32, 64, 128)  # two vectors of the machine
+    rng = np.random.default_rng(0)
+    # (rows, k, n): tails of the tiles and of the panels, k past one block (256 taps)
+    for m, k, n in [(13, 9, 5), (50, 300, 70), (141, 700, 33), (1, 20, 2 * width)]:
+        a = rng.standard_normal(m + 5 * k).astype(dtype)        # the "image"
+        ko = np.sort(rng.choice(5 * k, k, replace=False)).astype(np.int64)
+        b = rng.standard_normal((k, n)).astype(dtype)
+        wt = np.ascontiguousarray(b.T)                           # (n, k): a weight
+        want = a[np.arange(m)[:, None] + ko[None, :]].astype(np.float64) @ b
+        panels = np.full(-(-n // width) * width * k, np.nan, dtype)
+        cut = width if n > width else n                          # two ranges of panels
+        for j0, j1 in ((0, cut), (cut, n)):
+            if j1 > j0:
+                pack(wt.ctypes.data, 1, k, k, n, j0, j1, panels.ctypes.data)
+        out = np.full((m, n + 3), np.nan, dtype)                 # rows n + 3 apart
+        for j0, j1 in ((0, cut), (cut, n)):
+            if j1 > j0:
+                gemm(m, n, k, a.ctypes.data, ko.ctypes.data, panels.ctypes.data,
+                     out.ctypes.data, n + 3, j0, j1, 0)
+        tol = 2e-5 if dtype == "float32" else 1e-12
+        scale = np.abs(a[np.arange(m)[:, None] + ko[None, :]]).astype(np.float64) @ np.abs(b)
+        assert (np.abs(out[:, :n] - want) <= tol * scale).all(), (m, k, n)
+        assert np.isnan(out[:, n:]).all()                        # nothing past the result
