@@ -151,7 +151,8 @@ def test_float32_exp_is_within_one_ulp_everywhere(use_c):
     # every 4099th float32 bit pattern: each sign and magnitude, NaN, infinities, and
     # the edges of overflow and of subnormal results
     x = np.arange(0, 2 ** 32, 4099, dtype=np.uint64).astype(np.uint32).view(np.float32)
-    edges = [np.nan, np.inf, -np.inf, 0.0, -0.0, 88.72283, 88.7229, -87.4, -103.9, -104.0]
+    edges = [np.nan, np.inf, -np.inf, 0.0, -0.0, 88.72283, 88.7229, -87.4, -103.9, -104.0,
+             -104.1, -1e30]
     x = np.concatenate([x, np.array(edges, np.float32)])
     kernel = make_kernel([x], [("exp", [0], {})])
     prepare_kernels([kernel])
