@@ -194,11 +194,41 @@ static void product(const int64_t *p)
     }
 }
 
+/* A chain of products, each reading the one before's result (Linear layers one after
+   another: ember.jit's linear_chain), in one call: t = [-1, layers, where an array
+   object keeps its data pointer, where a tuple keeps its items, then per layer its 25
+   params and the byte offset of its result in work]; a the first input, b a tuple of
+   each layer's weight and (where its params say) bias, out the last result. */
+static void chain(const int64_t *t, const char *a, const char *b, char *out, char *work)
+{
+    const int64_t layers = t[1], at = t[2];
+    const char *const *arrays = (const char *const *)(b + t[3]);
+    int64_t in = *(const int64_t *)(a + at), k = 0;
+    work = (char *)(intptr_t)*(const int64_t *)(work + at);
+    for (int64_t l = 0; l < layers; l++) {
+        const int64_t *u = t + 4 + 26 * l;
+        int64_t p[25];
+        memcpy(p, u, sizeof p);
+        p[8] = in;
+        p[12] = *(const int64_t *)(arrays[k++] + at);
+        if (u[18])
+            p[18] = *(const int64_t *)(arrays[k++] + at);
+        p[16] = l == layers - 1 ? *(const int64_t *)(out + at) : (int64_t)(intptr_t)(work + u[25]);
+        product(p);
+        in = p[16];
+    }
+}
+
 /* The call: the plan's params t (read only: t[25] is where an array object keeps its
    data pointer, or -1 where a, b, out and bias are the data pointers themselves) and
-   the arrays; bias only where t[18] says there is one. */
+   the arrays; bias only where t[18] says there is one. t[0] == -1: a chain (above; bias
+   then is its work array). */
 void ember_kernel(const int64_t *t, const char *a, const char *b, char *out, const char *bias)
 {
+    if (t[0] == -1) {
+        chain(t, a, b, out, (char *)bias);
+        return;
+    }
     int64_t p[25];
     memcpy(p, t, sizeof p);
     const int64_t at = t[25];
@@ -395,19 +425,21 @@ def _product(a, b, bias, relu):
     return out
 
 
-def _plan(a, b, bias, relu):
+def _plan(a, b, bias, relu, small=False):
     """Everything about a product but its arrays, or False where it is NumPy's:
     (kernel, the address of its params (the pointers left 0), the output shape, whether
-    the arrays go in as objects, the params array (kept alive here))."""
+    the arrays go in as objects, the params array (kept alive here)). ``small``: a small
+    product (else NumPy's, on one OpenBLAS thread) is the driver's on one thread."""
     driver = _driver()  # (first: with the driver off, nothing else is looked at)
     if driver is None or a.dtype is not b.dtype or (a.dtype != _F32 and a.dtype != _F64) or \
             a.ndim < 2 or (b.ndim != 2 and b.ndim != a.ndim):
         return False
     m, k = a.shape[-2:]
     n = b.shape[-1]
+    one_thread = 2 * a.size * n < MIN_PARALLEL_FLOPS and \
+        (a.size + b.size) * a.itemsize < MIN_PARALLEL_BYTES
     if b.shape[-2] != k or n < 2 or k < 1 or a.size == 0 or b.size == 0 or \
-            (2 * a.size * n < MIN_PARALLEL_FLOPS and
-             (a.size + b.size) * a.itemsize < MIN_PARALLEL_BYTES):  # one thread: OpenBLAS
+            (one_thread and not small):  # one thread: OpenBLAS
         return False
     if bias is not None and (bias.dtype is not a.dtype or bias.shape != (n,) or
                              not bias.flags.c_contiguous):
@@ -433,6 +465,7 @@ def _plan(a, b, bias, relu):
             return False
         inner, sa, sb, outer_a, outer_b = layout
     kernel, sgemm, dgemm, wide, threads, sgemv, dgemv = driver
+    threads = 1 if one_thread else threads
     at = _state["at"]
     params = np.array([sgemm if a.dtype == _F32 else dgemm, wide, a.itemsize, threads, batch,
                        m, n, k, 0, la[1], sa, la[0], 0, lb[1], sb, lb[0], 0,
@@ -446,4 +479,73 @@ def _plan(a, b, bias, relu):
 
 _PLANS = Plans(_plan)
 
-__all__ = ["entry_points", "matmul", "MIN_PARALLEL_BYTES", "MIN_PARALLEL_FLOPS"]
+
+def linear_chain(x, arrays, layers):
+    """Linear layers one after another (``x @ w.T + b``, then ReLU where its flag says,
+    the result the next one's input) in one call of the driver, for ``x`` ``(M, K)``
+    C-contiguous; ``arrays`` each layer's weight ``(N, K)`` and, where it has one, bias
+    ``(N,)`` (a tuple), ``layers`` ``(has_bias, relu)`` per layer. The intermediate
+    results go to a buffer of the calling thread. None where this does not apply (then
+    the layers run one by one)."""
+    if x.__class__ is not np.ndarray or x.ndim != 2 or not x.flags.c_contiguous or \
+            arrays.__class__ is not tuple or \
+            any(a.__class__ is not np.ndarray or not a.flags.c_contiguous for a in arrays):
+        return None
+    key = (x.shape, x.dtype, tuple((a.shape, a.dtype) for a in arrays), layers)
+    plan = _CHAINS.get(key, x, arrays, layers)
+    if plan is False or os.getpid() != _pid:
+        return None
+    kernel, params, out_shape, work_size, _ = plan
+    work = getattr(_work, "array", None)
+    if work is None or work.size < work_size:
+        work = _work.array = np.empty(max(work_size, 1), np.uint8)
+    out = np.empty(out_shape, x.dtype)
+    kernel(params, x, arrays, out, work)
+    return out
+
+
+def _chain_plan(x, arrays, layers):
+    """(kernel, params address, output shape, work bytes, params), or False."""
+    driver = _driver()
+    items = _tuple_items_offset()
+    if driver is None or _state["at"] is None or items is None or len(layers) < 2:
+        return False
+    blocks, a, k, offset = [], x, 0, 0
+    for i, (has_bias, relu) in enumerate(layers):
+        w = arrays[k]
+        bias = arrays[k + 1] if has_bias else None
+        k += 1 + has_bias
+        if w.ndim != 2 or w.dtype is not x.dtype or w.shape[1] != a.shape[1] or \
+                (bias is not None and (bias.dtype is not x.dtype or bias.shape != w.shape[:1])):
+            return False
+        plan = _plan(a, w.T, bias, relu, small=True)
+        if plan is False:  # (a product the driver leaves to NumPy: the layers one by one)
+            return False
+        block = plan[4].copy()
+        block[25] = offset  # (here: where in the work buffer this layer's result goes)
+        blocks.append(block)
+        a = np.empty((x.shape[0], w.shape[0]), x.dtype)
+        if i < len(layers) - 1:
+            offset += (a.nbytes + 63) // 64 * 64
+    if k != len(arrays):
+        return False
+    params = np.concatenate([np.array([-1, len(layers), _state["at"], items], np.int64)] +
+                            blocks)
+    return driver[0], address(params), a.shape, offset, params
+
+
+def _tuple_items_offset():
+    """Where a tuple object keeps its items (checked on a live tuple), or None."""
+    if "items" not in _state:
+        probe = (object(), object())
+        offset = object.__basicsize__ + 8  # (after the header, the size)
+        found = ctypes.c_void_p.from_address(id(probe) + offset).value
+        _state["items"] = offset if found == id(probe[0]) else None
+    return _state["items"]
+
+
+_CHAINS = Plans(_chain_plan, 64)
+_work = threading.local()  # each Python thread's buffer for a chain's intermediate results
+
+__all__ = ["entry_points", "linear_chain", "matmul", "MIN_PARALLEL_BYTES",
+           "MIN_PARALLEL_FLOPS"]

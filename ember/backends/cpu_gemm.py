@@ -27,7 +27,7 @@ over 2^28 flops stay with OpenBLAS, whose blocking for large matrices is better.
 The convolution loops also call it with the right operand packed once per call (the
 weight, :func:`packed`'s ``pack_all``) and the left one read at a table of column
 offsets (``gemm_packed``): a stride-1 convolution's taps read straight from the image,
-with no columns built (``ember/ops/conv_kernels.py``).
+with no columns built (``ember/ops/conv_forward.py``).
 
 The source is written for a type ``REAL`` and built for float and double, each a library
 of its own through the kernel cache (about 0.5 s of compiling each); callers get its

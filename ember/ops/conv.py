@@ -29,7 +29,8 @@ from ..errors import EmberError, EmberTypeError, ShapeError
 from ..tensor import Tensor
 from ._xp import as_strided, gemm
 from .conv_grad_kernels import conv2d_input_grad, conv2d_weight_grad
-from .conv_kernels import col2im_2d, conv2d_forward
+from .conv_forward import conv2d_forward
+from .conv_kernels import col2im_2d
 from .registry import AbstractValue, apply, autocast_inputs, register
 from .shape import squeeze, unsqueeze
 
@@ -236,7 +237,7 @@ def _per_group(g, geo: Geometry):
 
 
 def _conv_forward(xp, x, w, *bias, stride, padding, dilation, groups, out_size):
-    if xp is np and groups == 1 and len(out_size) == 2:  # one C loop (conv_kernels.py)
+    if xp is np and groups == 1 and len(out_size) == 2:  # one C loop (conv_forward.py)
         done = conv2d_forward(x, w, bias[0] if bias else None, stride,
                               tuple(lo for lo, _ in padding), dilation, out_size)
         if done is not None:

@@ -6,7 +6,7 @@ and input gradients of a 2-D convolution (and the max pooling's backward before 
 as one op (:mod:`ember.compiler.passes.conv_backward`). They are never recorded by user
 code and have no gradient (the passes run after the backward is built).
 
-Where the C loop of :func:`~ember.ops.conv_kernels.conv2d_forward` applies, each image's
+Where the C loop of :func:`~ember.ops.conv_forward.conv2d_forward` applies, each image's
 result is pooled while it is in cache and only the pooled values are written: the cnn
 workload's two layers at batch 64 took 2.8-3.3 ms against 6.3 ms for the three NumPy
 ops one after another. Anywhere else the three forwards run in order.
@@ -18,7 +18,7 @@ import numpy as np
 from .conv import (_bias_grad_forward, _conv_forward, _conv_transpose_forward,
                    _conv_weight_grad_forward)
 from .conv_grad_kernels import conv2d_backward
-from .conv_kernels import conv2d_forward
+from .conv_forward import conv2d_forward
 from .pooling import _max_pool_forward, _max_pool_values_forward, _max_unpool_forward
 from .registry import register
 

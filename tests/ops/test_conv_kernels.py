@@ -1,9 +1,11 @@
-"""The C col2im (conv_kernels) against conv.py's NumPy loop: the same bits, on wide and
-exact grids, with strides, dilation and padding, in float32 and float64."""
+"""The C col2im (conv_kernels) and forward (conv_forward) against conv.py's NumPy loops:
+the same bits for col2im, on wide and exact grids, with strides, dilation and padding, in
+float32 and float64."""
 import numpy as np
 import pytest
 
 from ember.ops import conv as C
+from ember.ops import conv_forward as F
 from ember.ops import conv_kernels as K
 
 CASES = [(64, 32, (13, 13), (3, 3), (1, 1), (1, 1), ((0, 0), (0, 0))),
@@ -86,7 +88,7 @@ def _conv_case(case, dtype, bias=True, seed=0):
 @pytest.mark.parametrize("bias", [True, False])
 def test_c_conv2d_forward_matches_the_numpy_path(case, dtype, bias, monkeypatch):
     x, w, b, st, lo, hi, dil, out = _conv_case(case, dtype, bias)
-    got = K.conv2d_forward(x, w, b, st, lo, dil, out)
+    got = F.conv2d_forward(x, w, b, st, lo, dil, out)
     if got is None:
         pytest.skip("no C compiler or OpenBLAS for the forward kernel")
     want = _numpy_conv(x, w, b, st, lo, hi, dil, out, monkeypatch)
@@ -102,7 +104,7 @@ def test_c_conv2d_epilogue_is_relu_then_max_pool(case, pool, relu, monkeypatch):
     x, w, b, st, lo, hi, dil, out = _conv_case(case, np.float64)
     if any(o < k for o, k in zip(out, pool[0])):
         pytest.skip("the pooling window is larger than the result")
-    got = K.conv2d_forward(x, w, b, st, lo, dil, out, relu=relu, pool=pool)
+    got = F.conv2d_forward(x, w, b, st, lo, dil, out, relu=relu, pool=pool)
     if got is None:
         pytest.skip("no C compiler or OpenBLAS for the forward kernel")
     y = _numpy_conv(x, w, b, st, lo, hi, dil, out, monkeypatch)
@@ -122,7 +124,7 @@ def test_c_conv2d_epilogue_keeps_nan_and_infinities():
     w[1] = 0
     b[1] = -np.inf              # channel 1 is -inf (NaN * 0 at (0, 0)): relu makes it 0
     b[2] = np.inf
-    got = K.conv2d_forward(x, w, b, st, lo, dil, out, relu=True, pool=((2, 2), (2, 2)))
+    got = F.conv2d_forward(x, w, b, st, lo, dil, out, relu=True, pool=((2, 2), (2, 2)))
     if got is None:
         pytest.skip("no C compiler or OpenBLAS for the forward kernel")
     assert np.isnan(got[0, 0, 0, 0]) and not np.isnan(got[0, 0, 1:, :]).any()
@@ -133,10 +135,10 @@ def test_c_conv2d_epilogue_keeps_nan_and_infinities():
 
 def test_c_conv2d_forward_declines_what_it_does_not_cover():
     x, w, b, st, lo, hi, dil, out = _conv_case(FORWARD[3], np.float32)
-    assert K.conv2d_forward(x.astype(np.float16), w.astype(np.float16), None, st, lo, dil,
+    assert F.conv2d_forward(x.astype(np.float16), w.astype(np.float16), None, st, lo, dil,
                             out) is None
-    assert K.conv2d_forward(x, w.astype(np.float64), None, st, lo, dil, out) is None
-    assert K.conv2d_forward(x, w, b[:-1], st, lo, dil, out) is None
+    assert F.conv2d_forward(x, w.astype(np.float64), None, st, lo, dil, out) is None
+    assert F.conv2d_forward(x, w, b[:-1], st, lo, dil, out) is None
 
 
 # The gradients ----------------------------------------------------------------------------
@@ -183,7 +185,7 @@ def test_c_conv2d_indexed_pooling_matches_conv_relu_max_pool(case, relu, pool, m
         pytest.skip("the pooling window is larger than the result")
     x[0, 0, :3, :3] = np.nan         # NaN windows in image 0
     w[1] = 0                         # channel 1: the bias alone, ties everywhere
-    got = K.conv2d_forward(x, w, b, st, lo, dil, out, relu=relu, pool=pool, indices=True)
+    got = F.conv2d_forward(x, w, b, st, lo, dil, out, relu=relu, pool=pool, indices=True)
     if got is None:
         pytest.skip("no C compiler or OpenBLAS for the forward kernel")
     y = _numpy_conv(x, w, b, st, lo, hi, dil, out, monkeypatch)
@@ -248,14 +250,14 @@ def test_a_forked_child_takes_the_numpy_path(tmp_path):
     """OpenMP is not fork-safe: a plan made in the parent must not run in a child."""
     import os
     x, w, b, st, lo, hi, dil, out = _conv_case(FORWARD[1], np.float32)
-    parent = K.conv2d_forward(x, w, b, st, lo, dil, out)
+    parent = F.conv2d_forward(x, w, b, st, lo, dil, out)
     if parent is None:
         pytest.skip("no C compiler or OpenBLAS for the forward kernel")
     pid = os.fork()
     if pid == 0:  # the child: the C path declines, conv.py's NumPy path answers
         ok = False
         try:
-            ok = K.conv2d_forward(x, w, b, st, lo, dil, out) is None and np.allclose(
+            ok = F.conv2d_forward(x, w, b, st, lo, dil, out) is None and np.allclose(
                 C._conv_forward(np, x, w, b, stride=st, padding=tuple(zip(lo, hi)),
                                 dilation=dil, groups=1, out_size=out), parent,
                 rtol=1e-4, atol=1e-3)
@@ -271,7 +273,7 @@ def test_python_threads_calling_at_once_get_their_own_results():
     import threading
     from ember.backends import cpu_blas
     cases = [_conv_case(FORWARD[i], np.float32, seed=i) for i in (1, 2, 3, 1)]
-    want = [K.conv2d_forward(x, w, b, st, lo, dil, out, relu=True, pool=((2, 2), (2, 2)))
+    want = [F.conv2d_forward(x, w, b, st, lo, dil, out, relu=True, pool=((2, 2), (2, 2)))
             for x, w, b, st, lo, hi, dil, out in cases]
     if want[0] is None:
         pytest.skip("no C compiler or OpenBLAS for the forward kernel")
@@ -283,7 +285,7 @@ def test_python_threads_calling_at_once_get_their_own_results():
     def work(i):
         x, w, b, st, lo, hi, dil, out = cases[i]
         for _ in range(20):
-            got = K.conv2d_forward(x, w, b, st, lo, dil, out, relu=True, pool=((2, 2), (2, 2)))
+            got = F.conv2d_forward(x, w, b, st, lo, dil, out, relu=True, pool=((2, 2), (2, 2)))
             mm = cpu_blas.matmul(a[i], wm.T)
             if not (np.array_equal(got, want[i]) and np.array_equal(mm, want_mm[i])):
                 bad.append(i)

@@ -13,6 +13,7 @@ from .decompose import decompose_composites
 from .fold_constants import fold_constants
 from .fuse import fuse_elementwise
 from .join_slices import join_slice_gradients
+from .linear_chains import fuse_linear_chains
 from .simplify import simplify
 
 # Rewrites that keep the graph made of registry ops (so it can still be split into a
@@ -21,7 +22,8 @@ from .simplify import simplify
 # convolutions with the ReLU and pooling after them, and with their gradients.
 SIMPLIFY = (fold_constants, simplify, join_slice_gradients, eliminate_common_subexpressions,
             eliminate_dead_code)
-LOWER = (decompose_composites, fuse_epilogues, fuse_conv_backward, fuse_elementwise)
+LOWER = (decompose_composites, fuse_epilogues, fuse_linear_chains, fuse_conv_backward,
+         fuse_elementwise)
 PIPELINE = SIMPLIFY + LOWER
 
 
@@ -40,5 +42,6 @@ def lower(graph: Graph, renderer: str) -> Graph:
     from ..codegen import holds_half_types
     graph = decompose_composites(graph, renderer)
     graph = fuse_epilogues(graph, renderer)
+    graph = fuse_linear_chains(graph, renderer)
     graph = fuse_conv_backward(graph, renderer)
     return fuse_elementwise(graph, half_types=holds_half_types(renderer))
