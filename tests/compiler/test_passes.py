@@ -71,6 +71,24 @@ def ops_of(g: Graph) -> list[str]:
     return [ins.op.name for ins in g.instrs]
 
 
+def jit_training_ops(model, x, rtol, atol) -> list[str]:
+    """Run ``model(x).sum()``'s backward eagerly, then as one ember.jit step, check that
+    the parameters' gradients agree, and return the compiled graph's ops."""
+    model(x).sum().backward()
+    want = [p.grad.numpy().copy() for p in model.parameters()]
+    model.zero_grad()
+
+    def step(inp):
+        loss = model(inp).sum()
+        loss.backward()
+        return loss
+    step = ember.jit(step)
+    step(x)
+    for p, g in zip(model.parameters(), want):
+        np.testing.assert_allclose(p.grad.numpy(), g, rtol=rtol, atol=atol)
+    return ops_of(step.graph())
+
+
 def same(before, after):
     assert len(before) == len(after)
     for b, a in zip(before, after):
