@@ -39,6 +39,7 @@ and the OpenBLAS NumPy uses is found (``backends/cpu_blas``); anything else (Non
 """
 from __future__ import annotations
 
+import ctypes
 import os
 
 import numpy as np
@@ -339,7 +340,7 @@ static void implicit_forward(const conv_t *q, int threads)
     }
 }
 
-void ember_kernel(const int64_t *p)
+static void forward(const int64_t *p)
 {
     const int threads = (int)p[0];
     const conv_t *q = (const conv_t *)(p + 1);
@@ -397,6 +398,28 @@ void ember_kernel(const int64_t *p)
         }
     }
 }
+
+/* The call: the plan's params t (read only: t[39] is where an array object keeps its
+   data pointer, or -1 where the arrays are the data pointers themselves) and the
+   arrays; bias and index only where t[20] and t[30] say there are. */
+void ember_kernel(const int64_t *t, const char *x, const char *w, const char *bias,
+                  const char *out, const char *work, const char *index)
+{
+    int64_t p[39];
+    memcpy(p, t, sizeof p);
+    const int64_t at = t[39];
+#define DATA(a) (at >= 0 ? *(const int64_t *)((a) + at) : (int64_t)(intptr_t)(a))
+    p[18] = DATA(x);
+    p[19] = DATA(w);
+    p[21] = DATA(out);
+    p[22] = DATA(work);
+    if (t[20])
+        p[20] = DATA(bias);
+    if (t[30])
+        p[30] = DATA(index);
+#undef DATA
+    forward(p);
+}
 """
 
 FORWARD = CLoop("conv2d_forward", _FORWARD_SOURCE, COMMON)
@@ -420,7 +443,7 @@ def conv2d_forward(x, w, bias, stride, padding, dilation, out_size, relu=False,
                       indices)
     if plan is False or os.getpid() != FORWARD.pid:  # (a forked child: NumPy's path)
         return None
-    kernel, template, out_shape, work_size, zeros, _ = plan
+    kernel, params, out_shape, work_size, zeros, objects, _ = plan
     if not x.flags.c_contiguous:
         x = np.ascontiguousarray(x)
     if not w.flags.c_contiguous:
@@ -430,24 +453,20 @@ def conv2d_forward(x, w, bias, stride, padding, dilation, out_size, relu=False,
     index = np.empty(out_shape, np.int64) if indices else None
     if zeros is not None:
         bias = zeros
-    params = template.copy()  # (a copy per call: code run in between may make the same call)
-    params[18] = address(x)   # (one element at a time: a fancy-index store costs 5 us)
-    params[19] = address(w)
-    params[21] = address(out)
-    params[22] = address(work)
-    if bias is not None:
-        params[20] = address(bias)
-    if index is not None:
-        params[30] = address(index)
-    kernel(address(params))
+    if objects:  # (the C side copies the params: they stay read only)
+        kernel(params, x, w, bias, out, work, index)
+    else:
+        kernel(params, *[None if a is None else address(a) for a in (x, w, bias, out, work,
+                                                                      index)])
     return out if index is None else (out, index)
 
 
 def _forward_plan(x, w, bias, stride, padding, dilation, out_size, relu, pool, indices):
     """Everything about a forward call but its arrays, or False where the C loop does not
-    apply: (kernel, params with the pointers left 0 (x, w, bias, out, work, index at 18-22
-    and 30: after the threads, conv_t's fields), the output shape, the work size, zeros
-    standing for a missing bias or None)."""
+    apply: (kernel, the address of its params (after the threads, conv_t's fields, with
+    the pointers left 0: 1 at bias and index where there are ones), the output shape,
+    the work size, zeros standing for a missing bias or None, whether the arrays go in
+    as objects, what the params point into (kept alive here))."""
     if x.dtype != w.dtype or x.ndim != 4 or w.ndim != 4 or x.shape[1] != w.shape[1] or \
             (bias is not None and (bias.dtype != x.dtype or bias.shape != (w.shape[0],))):
         return False
@@ -485,11 +504,17 @@ def _forward_plan(x, w, bias, stride, padding, dilation, out_size, relu, pool, i
                                              threads)
     if implicit is None:
         implicit, work = [0] * 7, per_thread * (threads if n >= threads else 1)
+    from ..compiler.codegen.build import array_data_offset
+    at = array_data_offset()
+    array = ctypes.c_void_p if at is None else ctypes.py_object
+    kernel.argtypes = [ctypes.c_void_p] + [array] * 6
     params = np.array([threads, sgemm if x.dtype == np.float32 else dgemm, wide, n, c, h, wd,
-                       o, kh, kw, *stride, *padding, *dilation, oh, ow, 0, 0, 0, 0, 0,
-                       int(relu), *pk, *ps, *pout, 0, own_gemm(x.dtype), *implicit],
-                      dtype=np.int64)
-    return kernel, params, (n, o) + (pout if pool else out_size), work, zeros, offsets
+                       o, kh, kw, *stride, *padding, *dilation, oh, ow, 0, 0,
+                       int(bias is not None or zeros is not None), 0, 0, int(relu), *pk,
+                       *ps, *pout, int(indices), own_gemm(x.dtype), *implicit,
+                       -1 if at is None else at], dtype=np.int64)
+    return (kernel, address(params), (n, o) + (pout if pool else out_size), work, zeros,
+            at is not None, (params, offsets))
 
 
 def _implicit_plan(dtype, x_shape, w_shape, stride, padding, dilation, out_size, pout,
