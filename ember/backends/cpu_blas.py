@@ -213,7 +213,8 @@ static void chain(const int64_t *t, const char *a, const char *b, char *out, cha
         p[12] = *(const int64_t *)(arrays[k++] + at);
         if (u[18])
             p[18] = *(const int64_t *)(arrays[k++] + at);
-        p[16] = l == layers - 1 ? *(const int64_t *)(out + at) : (int64_t)(intptr_t)(work + u[25]);
+        p[16] = l == layers - 1 ? *(const int64_t *)(out + at)
+                                : (int64_t)(intptr_t)(work + u[25]);
         product(p);
         in = p[16];
     }

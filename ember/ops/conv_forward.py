@@ -185,8 +185,8 @@ static void pool(const conv_t *q, const REAL *restrict yt, int64_t yw, int64_t p
 /* The implicit forward (stride 1; q->ko given): no columns. The image (copied into a
    padded one where the convolution pads) is the GEMM's left operand as it lies: output
    (oh, ow) is row oh * WP + ow of a grid as wide as the padded image, and its tap k is
-   the image's value at that row + ko[k]. The last WP - OW rows of each grid line are
-   computed and never read (2 of every 13 on the cnn's second layer), and the weight is
+   the image's value at that row + ko[k]. The last WP - OW positions of each grid line
+   are computed and never read (2 of every 13 on the cnn's second layer), and the weight is
    packed once per call, not once per product. With one channel, consecutive images are
    consecutive planes: `group` of them make one grid. */
 
@@ -195,7 +195,7 @@ static void pool(const conv_t *q, const REAL *restrict yt, int64_t yw, int64_t p
 #define GEMM_PACKED_OF_(T) gemm_packed_##T
 #define GEMM_PACKED_OF(T) GEMM_PACKED_OF_(T)
 
-/* rows [r0, r1) of the planes [c0, c1) of images [n, n + g) into their padded copies */
+/* rows [r0, r1) of every plane of g images (from x) into their padded copies */
 static void pad_rows(const conv_t *q, const REAL *x, REAL *pad, int64_t g, int64_t r0,
                      int64_t r1)
 {
@@ -217,8 +217,8 @@ static void pad_rows(const conv_t *q, const REAL *x, REAL *pad, int64_t g, int64
 }
 
 /* channels last yt (grid rows WP apart, from row r0) + bias, relu, into rows [r0, r1)
-   and channels [c0, c1) of one image's output y (O x OH*OW): 8 positions x 8 channels at a time, transposed
-   in registers, the rest one by one */
+   and channels [c0, c1) of one image's output y (O x OH*OW): 8 positions x 8 channels
+   at a time, transposed in registers, the rest one by one */
 static void unpack(const conv_t *q, const REAL *yt, int64_t r0, int64_t r1, int64_t c0,
                    int64_t c1, REAL *y)
 {
