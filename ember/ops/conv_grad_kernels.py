@@ -58,12 +58,18 @@ void ember_kernel(int64_t *p)
     /* where the gradient is built from the pooling's, several images side by side: one
        GEMM each way for all of them (as the forward groups them) */
     const int64_t group = PL && !direct ? group_of(K, L) : 1;
+    /* dW's product the way round that fills the GEMM's panels (a row of vectors wide):
+       O x K, or with fewer taps than channels (a first layer's 9), K x O, summed in the
+       thread's buffer and written transposed at the end of the run */
+    const int dw_t = need_dw && K < O;
     int bad = 0;
     #pragma omp parallel num_threads(threads) if (threads > 1) reduction(|:bad)
     {
         REAL *cols = per_thread + (int64_t)omp_get_thread_num() *
-                     ((direct ? 0 : K * L * group) + (PL ? O * L * group : 0));
+                     ((direct ? 0 : K * L * group) + (PL ? O * L * group : 0) +
+                      (dw_t ? K * O : 0));
         REAL *gbuf = cols + (direct ? 0 : K * L * group);
+        REAL *dw_tr = gbuf + (PL ? O * L * group : 0);
         #pragma omp for schedule(static)
         for (int64_t run = 0; run < runs; run++) {
             REAL *part = run ? partials + (run - 1) * O * K : dw;
@@ -88,7 +94,18 @@ void ember_kernel(int64_t *p)
                     }
                     g = gbuf;
                 }
-                if (need_db)
+                if (need_db && PL)  /* from the pooled gradient: the same sums, read in a
+                                       fraction of the memory */
+                    for (int64_t i = 0; i < gn; i++)
+                        for (int64_t o = 0; o < O; o++) {
+                            double s = 0;
+                            const REAL *row = gin + ((n + i) * O + o) * PL;
+                            #pragma omp simd reduction(+:s)
+                            for (int64_t l = 0; l < PL; l++)
+                                s += row[l];
+                            dbr[o] += s;
+                        }
+                else if (need_db)
                     for (int64_t o = 0; o < O; o++) {
                         double s = 0;
                         const REAL *row = g + o * ld;
@@ -102,8 +119,12 @@ void ember_kernel(int64_t *p)
                     if (!direct)
                         for (int64_t i = 0; i < gn; i++)
                             im2col(q, img + i * in_plane, cols + i * L, ld, 0, K);
-                    gemm(q, 111, 112, O, K, ld, g, ld, direct ? img : cols, ld,
-                         n == first ? 0 : 1, part, K);
+                    if (dw_t)
+                        gemm(q, 111, 112, K, O, ld, direct ? img : cols, ld, g, ld,
+                             n == first ? 0 : 1, dw_tr, O);
+                    else
+                        gemm(q, 111, 112, O, K, ld, g, ld, direct ? img : cols, ld,
+                             n == first ? 0 : 1, part, K);
                 }
                 if (need_dx) {
                     REAL *c = direct ? dx + n * in_plane : cols;
@@ -113,6 +134,10 @@ void ember_kernel(int64_t *p)
                             col2im(q, cols + i * L, ld, dx + (n + i) * in_plane);
                 }
             }
+            if (dw_t && last > first)
+                for (int64_t o = 0; o < O; o++)
+                    for (int64_t k = 0; k < K; k++)
+                        part[o * K + k] = dw_tr[k * O + o];
         }
         if (need_dw && runs > 1) {
             #pragma omp for schedule(static)
@@ -210,7 +235,8 @@ def _backward(x, x_shape, w, g, index, pooled_from, kernel_size, stride, padding
     direct = (kh, kw) == (1, 1) and stride == (1, 1) and padding == (0, 0)
     pooled = 0 if index is None else g.shape[2] * g.shape[3]
     group = group_of(k, length) if pooled and not direct else 1
-    per_thread = ((0 if direct else k * length) + (o * length if pooled else 0)) * group
+    per_thread = ((0 if direct else k * length) + (o * length if pooled else 0)) * group + \
+        (k * o if need_dw and k < o else 0)  # (dW's product transposed: COMMON's dw_t)
     work = buffer(dtype, ((runs - 1) * o * k if need_dw else 0) + threads * per_thread)
     dw = np.empty((o, c, kh, kw), dtype) if need_dw else None
     db = np.empty(o, dtype) if need_db else None
