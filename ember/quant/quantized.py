@@ -16,6 +16,7 @@ import numpy as np
 from ..errors import EmberTypeError, ShapeError
 from ..nn.module import Module
 from ..ops.conv import geometry, grid_to_output, im2col
+from ..ops.conv_forward import conv2d_forward
 from ..ops.creation import from_numpy
 from ..tensor import Tensor
 from .int_gemm import int_matmul, uint8_rows_product
@@ -179,7 +180,10 @@ class QuantizedLinearReLU(QuantizedLinear):
 
 class QuantizedConv2d(_QuantizedWeighted):
     """2-D convolution on quantized activations, in integers: the centred uint8 input
-    goes through ember's im2col and one exact GEMM per group against the int8 weight.
+    and the centred int8 weight, carried in the float type whose sums stay exact
+    (:mod:`ember.quant.int_gemm`), go through the float convolution's C loop (one group;
+    :func:`ember.ops.conv_forward.conv2d_forward`), else ember's im2col and one exact
+    GEMM per group.
 
     Built by :func:`ember.quant.convert` from a calibrated ``nn.Conv2d`` (zero padding
     only).
@@ -218,10 +222,17 @@ class QuantizedConv2d(_QuantizedWeighted):
         if min(out) <= 0:
             raise ShapeError(f"{type(self).__name__}: input {x.shape} is smaller than the "
                              f"kernel {self.kernel_size}")
+        packed = self.packed()
+        centred = self._centred_input(x, packed.dtype)
+        if self.groups == 1:  # the float convolution's C loop: exact, as int_matmul is
+            acc = conv2d_forward(centred, packed.row_major.reshape(
+                (self.out_channels, c) + self.kernel_size), None, self.stride,
+                tuple(lo for lo, _ in self._pads), self.dilation, out)
+            if acc is not None:
+                return acc.astype(np.int32)
         geo = geometry(n, c, self.out_channels, self.groups, (h, w), self.kernel_size,
                        self.stride, self.dilation, self._pads, out)
-        packed = self.packed()
-        cols = im2col(np, self._centred_input(x, packed.dtype), geo)
+        cols = im2col(np, centred, geo)
         weight = packed.row_major.reshape(self.groups, self.out_channels // self.groups,
                                           packed.k)
         acc = int_matmul(weight, cols)
