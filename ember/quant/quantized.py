@@ -9,8 +9,6 @@ and ``weight_zero_point`` (per output channel), ``bias`` (float32), and the outp
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ..errors import EmberTypeError, ShapeError
@@ -21,6 +19,7 @@ from ..ops.creation import from_numpy
 from ..tensor import Tensor
 from .int_gemm import int_matmul, uint8_rows_product
 from .qparams import QTensor, quantize_array, quint8
+from .requantize_kernel import requantize_into
 from .weights import PackedWeight, quantize_weight, register_weight_buffers
 
 __all__ = ["Quantize", "DeQuantize", "QuantizedLinear", "QuantizedLinearReLU",
@@ -110,12 +109,16 @@ class _QuantizedWeighted(Module):
         shape = [1] * acc.ndim
         shape[axis] = -1
         bias = self.bias_int32(input_scale)
+        multiplier = (np.float64(input_scale) * self.weight_scale.numpy() / self.scale)
+        low = self.zero_point if self.relu else 0
+        done = requantize_into(acc, bias, multiplier.astype(np.float32), self.zero_point,
+                               low, axis % acc.ndim)
+        if done is not False:  # (one C pass)
+            return QTensor(done, self.scale, self.zero_point)
         if bias is not None:
             acc = acc + bias.reshape(shape)
-        multiplier = (np.float64(input_scale) * self.weight_scale.numpy() / self.scale)
         scaled = acc.astype(np.float32) * multiplier.astype(np.float32).reshape(shape)
         out = np.rint(scaled) + np.float32(self.zero_point)
-        low = self.zero_point if self.relu else 0
         return QTensor(np.clip(out, low, 255).astype(np.uint8), self.scale, self.zero_point)
 
     def get_extra_state(self) -> dict:
@@ -267,12 +270,24 @@ class QuantizedPassThrough(Module):
     def forward(self, x):
         if not isinstance(x, QTensor):
             return self.module(x)
+        if isinstance(self.module, _ORDER_ONLY) and not getattr(self.module, "return_indices",
+                                                               False):
+            # the module picks or moves values only: it commutes with the shift by the
+            # zero point too, so it runs on the stored integers as they are
+            y = self.module(from_numpy(x.data.astype(np.float32))).numpy()
+            return QTensor(y.astype(x.dtype.storage), x.scale, x.zero_point, x.dtype)
         centred = from_numpy(x.data.astype(np.float32) - np.float32(x.zero_point))
         y = self.module(centred).numpy()
         q = np.clip(np.rint(y) + x.zero_point, x.dtype.quant_min, x.dtype.quant_max)
         return QTensor(q.astype(x.dtype.storage), x.scale, x.zero_point, x.dtype)
 
 
+from ..nn import (AdaptiveMaxPool1d, AdaptiveMaxPool2d, Flatten, Identity,  # noqa: E402
+                  MaxPool1d, MaxPool2d, MaxPool3d, Unflatten)
 from .fused import ConvReLU2d, LinearReLU  # noqa: E402  (fused imports nothing from here)
+
+# Modules that only pick or move values (a window's largest, a reshape)
+_ORDER_ONLY = (MaxPool1d, MaxPool2d, MaxPool3d, AdaptiveMaxPool1d, AdaptiveMaxPool2d,
+               Flatten, Unflatten, Identity)
 
 _FUSED_TYPES = (LinearReLU, ConvReLU2d)
