@@ -15,7 +15,8 @@ GEOMETRIES = [((2, 3, 8, 8), (2, 2), (2, 2), (0, 0), (1, 1), False),
               ((1, 2, 10, 11), (3, 2), (1, 2), (1, 0), (2, 1), False),
               ((2, 1, 7, 7), (2, 2), (2, 2), (0, 0), (1, 1), True),
               ((1, 1, 5, 6), (3, 3), (3, 2), (1, 1), (1, 2), True),
-              ((64, 32, 26, 26), (2, 2), (2, 2), (0, 0), (1, 1), False)]
+              ((64, 32, 26, 26), (2, 2), (2, 2), (0, 0), (1, 1), False),
+              ((2, 2, 9, 7), (2, 2), (2, 2), (0, 0), (1, 1), False)]  # (odd: a row left)
 
 
 def _out_size(shape, kernel, stride, pads, dilation, ceil_mode):
@@ -79,3 +80,25 @@ def test_an_index_out_of_range_is_left_to_numpy():
     bad = np.array([[[[0, 1], [2, 99]]]], dtype=np.int64)
     assert pool_kernels.max_unpool2d(g, bad, (3, 3)) is None
     assert pool_kernels.max_unpool2d(g, bad.astype(np.int32), (3, 3)) is None
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(2, 3, 34, 40), (1, 2, 33, 35)])  # (odd: a row left)
+@pytest.mark.parametrize("data", ["random", "ties", "specials"])
+def test_values_alone_equal_numpy_for_the_usual_window(dtype, shape, data):
+    rng = np.random.default_rng(3)
+    if data == "random":
+        x = rng.standard_normal(shape)
+    elif data == "ties":
+        x = rng.integers(0, 3, shape).astype(np.float64)
+    else:
+        x = rng.choice([-np.inf, np.nan, 1.0, -np.inf, 0.0], size=shape)
+    x = x.astype(dtype)
+    out = (shape[2] // 2, shape[3] // 2)
+    got = pool_kernels.max_pool2d_values(x, (2, 2), (2, 2), (1, 1), (0, 0), out)
+    plans = pooling._regular_plans(x.shape[2:], (2, 2), (2, 2), (1, 1), (0, 0), out)
+    np.testing.assert_array_equal(got, pooling._window_max(np, x, plans, False))
+    # other windows, and short rows, are NumPy's
+    assert pool_kernels.max_pool2d_values(x, (3, 3), (2, 2), (1, 1), (0, 0), out) is None
+    assert pool_kernels.max_pool2d_values(x[..., :20], (2, 2), (2, 2), (1, 1), (0, 0),
+                                          (out[0], 10)) is None
