@@ -24,6 +24,18 @@ def address(a) -> int:
     return _from_address(id(a) + offset).value
 
 
+# For C that takes NumPy arrays as objects: an array's data pointer, read from its
+# object at offset ``at`` (``array_data_offset``), or the argument itself where ``at`` is
+# -1 (the caller passed data pointers: another interpreter's layout)
+C_ARRAY_DATA = r"""
+#include <stdint.h>
+static inline int64_t ember_array_data(const char *a, int64_t at)
+{
+    return at >= 0 ? *(const int64_t *)(a + at) : (int64_t)(intptr_t)a;
+}
+"""
+
+
 class Plans:
     """Plans by key, each made once by ``make(*args)`` at its key's first call; the
     oldest goes past ``size`` of them (one is cheap to make again). A plan is read only:
@@ -41,4 +53,4 @@ class Plans:
         return plan
 
 
-__all__ = ["Plans", "address"]
+__all__ = ["C_ARRAY_DATA", "Plans", "address"]

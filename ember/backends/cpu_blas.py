@@ -37,7 +37,7 @@ import threading
 
 import numpy as np
 
-from .addresses import Plans, address
+from .addresses import C_ARRAY_DATA, Plans, address
 from . import cpu_gemm
 
 # Smaller products run on one thread (splitting costs more than it saves there), unless
@@ -71,7 +71,7 @@ _state: dict = {}
 # C is contiguous (ldc = N). Each block is the own GEMM's where given (else OpenBLAS's)
 # and adds the bias to its rows and applies the relu right after its product, while the
 # block is in cache.
-_SOURCE = cpu_gemm.CALLER + r"""
+_SOURCE = cpu_gemm.CALLER + C_ARRAY_DATA + r"""
 #include <stdint.h>
 #include <string.h>
 #include <omp.h>
@@ -203,18 +203,17 @@ static void chain(const int64_t *t, const char *a, const char *b, char *out, cha
 {
     const int64_t layers = t[1], at = t[2];
     const char *const *arrays = (const char *const *)(b + t[3]);
-    int64_t in = *(const int64_t *)(a + at), k = 0;
-    work = (char *)(intptr_t)*(const int64_t *)(work + at);
+    int64_t in = ember_array_data(a, at), k = 0;
+    work = (char *)(intptr_t)ember_array_data(work, at);
     for (int64_t l = 0; l < layers; l++) {
         const int64_t *u = t + 4 + 26 * l;
         int64_t p[25];
         memcpy(p, u, sizeof p);
         p[8] = in;
-        p[12] = *(const int64_t *)(arrays[k++] + at);
+        p[12] = ember_array_data(arrays[k++], at);
         if (u[18])
-            p[18] = *(const int64_t *)(arrays[k++] + at);
-        p[16] = l == layers - 1 ? *(const int64_t *)(out + at)
-                                : (int64_t)(intptr_t)(work + u[25]);
+            p[18] = ember_array_data(arrays[k++], at);
+        p[16] = l == layers - 1 ? ember_array_data(out, at) : (int64_t)(intptr_t)(work + u[25]);
         product(p);
         in = p[16];
     }
@@ -233,13 +232,11 @@ void ember_kernel(const int64_t *t, const char *a, const char *b, char *out, con
     int64_t p[25];
     memcpy(p, t, sizeof p);
     const int64_t at = t[25];
-#define DATA(x) (at >= 0 ? *(const int64_t *)((x) + at) : (int64_t)(intptr_t)(x))
-    p[8] = DATA(a);
-    p[12] = DATA(b);
-    p[16] = DATA(out);
+    p[8] = ember_array_data(a, at);
+    p[12] = ember_array_data(b, at);
+    p[16] = ember_array_data(out, at);
     if (t[18])
-        p[18] = DATA(bias);
-#undef DATA
+        p[18] = ember_array_data(bias, at);
     product(p);
 }
 """

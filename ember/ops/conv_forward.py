@@ -45,7 +45,7 @@ import os
 import numpy as np
 
 from ..backends import cpu_blas, cpu_gemm
-from ..backends.addresses import Plans
+from ..backends.addresses import C_ARRAY_DATA, Plans
 from .c_loops import CLoop, address
 from .conv_kernels import (COMMON, GROUP, MIN_PARALLEL_FLOPS, buffer, group_of,
                            own_gemm)
@@ -408,21 +408,19 @@ void ember_kernel(const int64_t *t, const char *x, const char *w, const char *bi
     int64_t p[39];
     memcpy(p, t, sizeof p);
     const int64_t at = t[39];
-#define DATA(a) (at >= 0 ? *(const int64_t *)((a) + at) : (int64_t)(intptr_t)(a))
-    p[18] = DATA(x);
-    p[19] = DATA(w);
-    p[21] = DATA(out);
-    p[22] = DATA(work);
+    p[18] = ember_array_data(x, at);
+    p[19] = ember_array_data(w, at);
+    p[21] = ember_array_data(out, at);
+    p[22] = ember_array_data(work, at);
     if (t[20])
-        p[20] = DATA(bias);
+        p[20] = ember_array_data(bias, at);
     if (t[30])
-        p[30] = DATA(index);
-#undef DATA
+        p[30] = ember_array_data(index, at);
     forward(p);
 }
 """
 
-FORWARD = CLoop("conv2d_forward", _FORWARD_SOURCE, COMMON)
+FORWARD = CLoop("conv2d_forward", _FORWARD_SOURCE, COMMON + C_ARRAY_DATA)
 IMPLICIT_TAPS = 64  # the fewest taps (C * KH * KW) an unpooled result takes implicitly
 
 

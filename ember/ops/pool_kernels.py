@@ -174,21 +174,7 @@ def max_pool2d(x, kernel, stride, dilation, padding, out_size):
     :func:`max_pool2d_values`)."""
     if x.ndim != 4 or len(kernel) != 2 or x.size == 0:
         return None
-    found = _usable(x)
-    if found is None:
-        return None
-    kernel_fn, threads = found
-    n, c, h, w = x.shape
-    oh, ow = out_size
-    values = np.empty((n, c, oh, ow), dtype=x.dtype)
-    index = np.empty((n, c, oh, ow), dtype=np.int64)
-    if x.size < MIN_PARALLEL:
-        threads = 1
-    params = np.array([0, threads, n * c, h, w, oh, ow, *kernel, *stride, *dilation,
-                       *padding, address(x), address(values), address(index), 0],
-                      dtype=np.int64)
-    kernel_fn(params.ctypes.data)
-    return values, index
+    return _forward(x, kernel, stride, dilation, padding, out_size, True)
 
 
 def max_pool2d_values(x, kernel, stride, dilation, padding, out_size):
@@ -202,6 +188,12 @@ def max_pool2d_values(x, kernel, stride, dilation, padding, out_size):
             2 * out_size[0] > x.shape[2] or 2 * out_size[1] > x.shape[3] or \
             out_size[1] < MIN_VALUES_ROW:
         return None
+    done = _forward(x, kernel, stride, dilation, padding, out_size, False)
+    return None if done is None else done[0]
+
+
+def _forward(x, kernel, stride, dilation, padding, out_size, indices):
+    """(values, indices or None) from the loop's op 0 (with indices) or 2, or None."""
     found = _usable(x)
     if found is None:
         return None
@@ -209,12 +201,14 @@ def max_pool2d_values(x, kernel, stride, dilation, padding, out_size):
     n, c, h, w = x.shape
     oh, ow = out_size
     values = np.empty((n, c, oh, ow), dtype=x.dtype)
+    index = np.empty((n, c, oh, ow), dtype=np.int64) if indices else None
     if x.size < MIN_PARALLEL:
         threads = 1
-    params = np.array([2, threads, n * c, h, w, oh, ow, 2, 2, 2, 2, 1, 1, 0, 0,
-                       address(x), address(values), 0, 0], dtype=np.int64)
+    params = np.array([0 if indices else 2, threads, n * c, h, w, oh, ow, *kernel, *stride,
+                       *dilation, *padding, address(x), address(values),
+                       address(index) if indices else 0, 0], dtype=np.int64)
     kernel_fn(params.ctypes.data)
-    return values
+    return values, index
 
 
 def max_unpool2d(g, index, size):

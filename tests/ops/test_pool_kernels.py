@@ -24,6 +24,18 @@ def _out_size(shape, kernel, stride, pads, dilation, ceil_mode):
                                      dilation, ceil_mode)
 
 
+def _data(shape, data, dtype, seed):
+    """Random values, small integers (ties), or -inf, NaN, 1 and 0 (specials)."""
+    rng = np.random.default_rng(seed)
+    if data == "random":
+        x = rng.standard_normal(shape)
+    elif data == "ties":
+        x = rng.integers(0, 3, shape).astype(np.float64)
+    else:
+        x = rng.choice([-np.inf, np.nan, 1.0, -np.inf, 0.0], size=shape)
+    return x.astype(dtype)
+
+
 def _numpy(x, kernel, stride, dilation, pads, out):
     plans = pooling._regular_plans(x.shape[2:], kernel, stride, dilation, pads, out)
     return pooling._window_max(np, x, plans, True, nan_aware=True)
@@ -34,14 +46,7 @@ def _numpy(x, kernel, stride, dilation, pads, out):
 @pytest.mark.parametrize("data", ["random", "ties", "specials"])
 def test_values_and_winners_equal_numpy(dtype, geometry, data):
     shape, kernel, stride, pads, dilation, ceil_mode = geometry
-    rng = np.random.default_rng(sum(shape))
-    if data == "random":
-        x = rng.standard_normal(shape)
-    elif data == "ties":
-        x = rng.integers(0, 3, shape).astype(np.float64)
-    else:
-        x = rng.choice([-np.inf, np.nan, 1.0, -np.inf, 0.0], size=shape)
-    x = x.astype(dtype)
+    x = _data(shape, data, dtype, sum(shape))
     out = _out_size(shape, kernel, stride, pads, dilation, ceil_mode)
     values, index = pool_kernels.max_pool2d(x, kernel, stride, dilation, pads, out)
     ref_values, ref_index = _numpy(x, kernel, stride, dilation, pads, out)
@@ -86,14 +91,7 @@ def test_an_index_out_of_range_is_left_to_numpy():
 @pytest.mark.parametrize("shape", [(2, 3, 34, 40), (1, 2, 33, 35)])  # (odd: a row left)
 @pytest.mark.parametrize("data", ["random", "ties", "specials"])
 def test_values_alone_equal_numpy_for_the_usual_window(dtype, shape, data):
-    rng = np.random.default_rng(3)
-    if data == "random":
-        x = rng.standard_normal(shape)
-    elif data == "ties":
-        x = rng.integers(0, 3, shape).astype(np.float64)
-    else:
-        x = rng.choice([-np.inf, np.nan, 1.0, -np.inf, 0.0], size=shape)
-    x = x.astype(dtype)
+    x = _data(shape, data, dtype, 3)
     out = (shape[2] // 2, shape[3] // 2)
     got = pool_kernels.max_pool2d_values(x, (2, 2), (2, 2), (1, 1), (0, 0), out)
     plans = pooling._regular_plans(x.shape[2:], (2, 2), (2, 2), (1, 1), (0, 0), out)
