@@ -7,7 +7,9 @@ code and has no gradient.
 On the CPU the BLAS driver runs the whole chain in one call
 (:func:`ember.backends.cpu_blas.linear_chain`): each layer costs its product and no
 Python; at batch 1 the mlp workload's three layers took 36-40 us against 44-63 us one by
-one (in one process, alternating). The results are the same bits as layer by layer.
+one (in one process, alternating). The layers are the same products, except that one
+too small for the driver on its own (NumPy's product then) runs on the driver's GEMM in
+the chain: its result may differ in the last bits.
 Anywhere else the layers run one by one.
 """
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Linear chains: ``linear`` instructions each reading the one before's result, which
 nothing else reads, become one ``linear_chain`` instruction (:mod:`ember.ops.linear_chain`)
 that runs them in one call of the BLAS driver. That is an MLP in inference (in training
-the backward reads each layer's input, so no chain forms). The same products in the same
-order: the same numbers.
+the backward reads each layer's input, so no chain forms). The same products, to
+rounding (a layer too small for the driver alone is NumPy's product outside the chain).
 
 Only where fused kernels are C (the driver is the CPU's), for float32/float64 layers of
 one dtype with 2-D weights and 1-D biases, and after :func:`~ember.compiler.passes.
