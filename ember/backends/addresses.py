@@ -4,6 +4,7 @@ shape)."""
 from __future__ import annotations
 
 import ctypes
+import threading
 
 import numpy as np
 
@@ -36,6 +37,20 @@ static inline int64_t ember_array_data(const char *a, int64_t at)
 """
 
 
+_scratch = threading.local()  # each Python thread's scratch arrays, grown as needed
+
+
+def scratch(dtype, size):
+    """This Python thread's scratch array of ``dtype`` with at least ``size`` elements,
+    for a C call's work space (the call is done with it when it returns)."""
+    key = np.dtype(dtype).char
+    buf = getattr(_scratch, key, None)
+    if buf is None or buf.size < size:
+        buf = np.empty(max(size, 1), dtype)
+        setattr(_scratch, key, buf)
+    return buf
+
+
 class Plans:
     """Plans by key, each made once by ``make(*args)`` at its key's first call; the
     oldest goes past ``size`` of them (one is cheap to make again). A plan is read only:
@@ -53,4 +68,4 @@ class Plans:
         return plan
 
 
-__all__ = ["C_ARRAY_DATA", "Plans", "address"]
+__all__ = ["C_ARRAY_DATA", "Plans", "address", "scratch"]

@@ -37,7 +37,7 @@ import threading
 
 import numpy as np
 
-from .addresses import C_ARRAY_DATA, Plans, address
+from .addresses import C_ARRAY_DATA, Plans, address, scratch
 from . import cpu_gemm
 
 # Smaller products run on one thread (splitting costs more than it saves there), unless
@@ -483,7 +483,7 @@ def linear_chain(x, arrays, layers):
     the result the next one's input) in one call of the driver, for ``x`` ``(M, K)``
     C-contiguous; ``arrays`` each layer's weight ``(N, K)`` and, where it has one, bias
     ``(N,)`` (a tuple), ``layers`` ``(has_bias, relu)`` per layer. The intermediate
-    results go to a buffer of the calling thread. None where this does not apply (then
+    results go to the calling thread's scratch array. None where this does not apply (then
     the layers run one by one)."""
     if x.__class__ is not np.ndarray or x.ndim != 2 or not x.flags.c_contiguous or \
             arrays.__class__ is not tuple or \
@@ -494,9 +494,7 @@ def linear_chain(x, arrays, layers):
     if plan is False or os.getpid() != _pid:
         return None
     kernel, params, out_shape, work_size, _ = plan
-    work = getattr(_work, "array", None)
-    if work is None or work.size < work_size:
-        work = _work.array = np.empty(max(work_size, 1), np.uint8)
+    work = scratch(np.uint8, work_size)
     out = np.empty(out_shape, x.dtype)
     kernel(params, x, arrays, out, work)
     return out
@@ -543,7 +541,6 @@ def _tuple_items_offset():
 
 
 _CHAINS = Plans(_chain_plan, 64)
-_work = threading.local()  # each Python thread's buffer for a chain's intermediate results
 
 __all__ = ["entry_points", "linear_chain", "matmul", "MIN_PARALLEL_BYTES",
            "MIN_PARALLEL_FLOPS"]

@@ -45,10 +45,9 @@ import os
 import numpy as np
 
 from ..backends import cpu_blas, cpu_gemm
-from ..backends.addresses import C_ARRAY_DATA, Plans
+from ..backends.addresses import C_ARRAY_DATA, Plans, scratch
 from .c_loops import CLoop, address
-from .conv_kernels import (COMMON, GROUP, MIN_PARALLEL_FLOPS, buffer, group_of,
-                           own_gemm)
+from .conv_kernels import COMMON, GROUP, MIN_PARALLEL_FLOPS, group_of, own_gemm
 
 _FORWARD_SOURCE = r"""
 /* channels [o0, o1) of one image's output y (O x OH*OW): + bias, relu */
@@ -446,7 +445,7 @@ def conv2d_forward(x, w, bias, stride, padding, dilation, out_size, relu=False,
         x = np.ascontiguousarray(x)
     if not w.flags.c_contiguous:
         w = np.ascontiguousarray(w)
-    work = buffer(x.dtype, work_size)
+    work = scratch(x.dtype, work_size)
     out = np.empty(out_shape, x.dtype)
     index = np.empty(out_shape, np.int64) if indices else None
     if zeros is not None:

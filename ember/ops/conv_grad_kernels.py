@@ -27,8 +27,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..backends import cpu_blas
+from ..backends.addresses import scratch
 from .c_loops import CLoop, address
-from .conv_kernels import COMMON, MIN_PARALLEL_FLOPS, buffer, group_of, own_gemm
+from .conv_kernels import COMMON, MIN_PARALLEL_FLOPS, group_of, own_gemm
 
 PARTIALS = 8  # the most partial sums of the weight gradient (runs of images)
 
@@ -237,7 +238,7 @@ def _backward(x, x_shape, w, g, index, pooled_from, kernel_size, stride, padding
     group = group_of(k, length) if pooled and not direct else 1
     per_thread = ((0 if direct else k * length) + (o * length if pooled else 0)) * group + \
         (k * o if need_dw and k < o else 0)  # (dW's product transposed: COMMON's dw_t)
-    work = buffer(dtype, ((runs - 1) * o * k if need_dw else 0) + threads * per_thread)
+    work = scratch(dtype, ((runs - 1) * o * k if need_dw else 0) + threads * per_thread)
     dw = np.empty((o, c, kh, kw), dtype) if need_dw else None
     db = np.empty(o, dtype) if need_db else None
     dx = np.zeros(x_shape, dtype) if w is not None else None

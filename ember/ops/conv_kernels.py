@@ -3,8 +3,8 @@ gradients (:mod:`ember.ops.conv_grad_kernels`), and col2im (the rest of ``conv.p
 NumPy).
 
 :data:`COMMON` is their C: the parameters (``conv_t``), a GEMM call (ember's own or
-OpenBLAS's), one image's columns (im2col) and their adjoint; :func:`buffer` gives each
-Python thread its scratch array.
+OpenBLAS's), one image's columns (im2col) and their adjoint (their work space is the
+calling thread's scratch array, :func:`ember.backends.addresses.scratch`).
 
 col2im: the backward of a convolution with respect to its input adds every column entry
 back into the input position it was read from. In NumPy that is one strided ``+=`` per
@@ -18,7 +18,6 @@ anything else (``False`` from :func:`col2im_2d`) takes the NumPy path.
 """
 from __future__ import annotations
 
-import threading
 
 import numpy as np
 
@@ -239,19 +238,6 @@ def group_of(k: int, length: int) -> int:
 
 # A product this small runs on one thread (the threads' start and barriers cost more)
 MIN_PARALLEL_FLOPS = 1 << 21
-_work = threading.local()  # each Python thread's column buffers, grown as needed
-
-
-def buffer(dtype, size):
-    """This Python thread's scratch array of ``dtype`` with at least ``size`` elements."""
-    key = np.dtype(dtype).char
-    buf = getattr(_work, key, None)
-    if buf is None or buf.size < size:
-        buf = np.empty(max(size, 1), dtype)
-        setattr(_work, key, buf)
-    return buf
-
-
 def own_gemm(dtype) -> int:
     """The address of ember's own GEMM for the loops' products, or 0 (OpenBLAS's)."""
     return cpu_gemm.address(dtype) if cpu_blas.OWN_GEMM else 0
