@@ -18,8 +18,7 @@ def address(a) -> int:
     ``a.ctypes.data``, which makes an object per call)."""
     offset = _state.get("offset", False)
     if offset is False:
-        from ..compiler.codegen import build
-        offset = _state["offset"] = build.array_data_offset()
+        offset = _offset()
     if offset is None or a.__class__ is not np.ndarray:
         return a.ctypes.data
     return _from_address(id(a) + offset).value
@@ -35,6 +34,25 @@ static inline int64_t ember_array_data(const char *a, int64_t at)
     return at >= 0 ? *(const int64_t *)(a + at) : (int64_t)(intptr_t)a;
 }
 """
+
+
+def takes_arrays(function, count: int):
+    """Declare ``function(params, array, ...)`` (``count`` arrays, as C_ARRAY_DATA reads
+    them) for ctypes: the arrays go in as objects where their data pointer's offset is
+    known, else as data pointers. Returns that offset, or None (then the caller passes
+    ``address(a)`` for each array and -1 as the offset in its params)."""
+    at = _offset()
+    array = ctypes.c_void_p if at is None else ctypes.py_object
+    function.argtypes = [ctypes.c_void_p] + [array] * count
+    return at
+
+
+def _offset():
+    offset = _state.get("offset", False)
+    if offset is False:
+        from ..compiler.codegen import build
+        offset = _state["offset"] = build.array_data_offset()
+    return offset
 
 
 _scratch = threading.local()  # each Python thread's scratch arrays, grown as needed
@@ -68,4 +86,4 @@ class Plans:
         return plan
 
 
-__all__ = ["C_ARRAY_DATA", "Plans", "address", "scratch"]
+__all__ = ["C_ARRAY_DATA", "Plans", "address", "scratch", "takes_arrays"]

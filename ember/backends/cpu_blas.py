@@ -37,7 +37,7 @@ import threading
 
 import numpy as np
 
-from .addresses import C_ARRAY_DATA, Plans, address, scratch
+from .addresses import C_ARRAY_DATA, Plans, address, scratch, takes_arrays
 from . import cpu_gemm
 
 # Smaller products run on one thread (splitting costs more than it saves there), unless
@@ -324,9 +324,7 @@ def _driver():
         if kernel is not None:  # (else NumPy's products)
             # the arrays go in as objects where the C side can read their data pointers
             # (about 1.5 us a call less than reading each pointer in Python)
-            _state["at"] = build.array_data_offset()
-            array = ctypes.c_void_p if _state["at"] is None else ctypes.py_object
-            kernel.argtypes = [ctypes.c_void_p] + [array] * 4
+            _state["at"] = takes_arrays(kernel, 4)
             blas[3](1)  # one OpenBLAS thread: the splitting is ours
             _state["driver"] = (kernel, blas[0], blas[1], blas[2], build.max_threads(),
                                 blas[4], blas[5])

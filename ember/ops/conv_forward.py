@@ -39,13 +39,12 @@ and the OpenBLAS NumPy uses is found (``backends/cpu_blas``); anything else (Non
 """
 from __future__ import annotations
 
-import ctypes
 import os
 
 import numpy as np
 
 from ..backends import cpu_blas, cpu_gemm
-from ..backends.addresses import C_ARRAY_DATA, Plans, scratch
+from ..backends.addresses import C_ARRAY_DATA, Plans, scratch, takes_arrays
 from .c_loops import CLoop, address
 from .conv_kernels import COMMON, GROUP, MIN_PARALLEL_FLOPS, group_of, own_gemm
 
@@ -501,10 +500,7 @@ def _forward_plan(x, w, bias, stride, padding, dilation, out_size, relu, pool, i
                                              threads)
     if implicit is None:
         implicit, work = [0] * 7, per_thread * (threads if n >= threads else 1)
-    from ..compiler.codegen.build import array_data_offset
-    at = array_data_offset()
-    array = ctypes.c_void_p if at is None else ctypes.py_object
-    kernel.argtypes = [ctypes.c_void_p] + [array] * 6
+    at = takes_arrays(kernel, 6)
     params = np.array([threads, sgemm if x.dtype == np.float32 else dgemm, wide, n, c, h, wd,
                        o, kh, kw, *stride, *padding, *dilation, oh, ow, 0, 0,
                        int(bias is not None or zeros is not None), 0, 0, int(relu), *pk,
