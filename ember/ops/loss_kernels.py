@@ -1,11 +1,13 @@
 """Cross-entropy's row statistics as one C pass over the logits.
 
-For each row of (N, C) logits: its log-sum-exp (with the row's max as the shift, summed
-in double), the logit at the row's (already checked) target and, for label smoothing,
-the row's sum. NumPy needs a max, a subtraction, an exp, a sum, a log and a gather, each
-a pass over the (N, C) array (0.3 ms for the gpt workload's 1,024 x 256 logits); here
-each row is read twice while it sits in the cache. The rest of the loss (weights,
-smoothing, the reduction) stays with NumPy on the (N,) results.
+For each row of (N, C) logits: its log-sum-exp (with the row's max as the shift; blocks
+of 256 terms summed in the logits' type, the blocks' sums in double), the logit at the
+row's (already checked) target and, for label smoothing, the row's sum. NumPy needs a
+max, a subtraction, an exp, a sum, a log and a gather, each a pass over the (N, C)
+array (0.3 ms for the gpt workload's 1,024 x 256 logits); here each row is read twice
+while it sits in the cache (0.13 ms; summing each term into a double took 0.6, as that
+loop did not vectorise). The rest of the loss (weights, smoothing, the reduction) stays
+with NumPy on the (N,) results.
 
 Used for float32/float64 C-contiguous logits where :class:`~ember.ops.c_loops.CLoop`
 builds it; anything else (None from :func:`row_statistics`) takes the NumPy path.
@@ -19,6 +21,8 @@ from .c_loops import CLoop, address
 
 _SOURCE = r"""
 #define EXP(v) _Generic((v), float: ember_expf, default: exp)(v)
+#define BLOCK 256  /* values summed in REAL, then the blocks' sums in double (a sum into a
+                      double does not vectorise with float values) */
 /* p = [threads, N, C, x, safe targets (int64), lse (N), picked (N), row sums (N) | 0] */
 void ember_kernel(const int64_t *p)
 {
@@ -41,16 +45,26 @@ void ember_kernel(const int64_t *p)
         if (nan)
             m = (REAL)NAN;
         double s = 0.0;
-        #pragma omp simd reduction(+:s)
-        for (int64_t c = 0; c < C; c++)
-            s += (double)EXP(row[c] - m);
+        for (int64_t c0 = 0; c0 < C; c0 += BLOCK) {
+            const int64_t c1 = C - c0 < BLOCK ? C : c0 + BLOCK;
+            REAL part = 0;
+            #pragma omp simd reduction(+:part)
+            for (int64_t c = c0; c < c1; c++)
+                part += EXP(row[c] - m);
+            s += (double)part;
+        }
         lse[i] = (REAL)(log(s) + (double)m);
         picked[i] = row[target[i]];
         if (sums) {
             double t = 0.0;
-            #pragma omp simd reduction(+:t)
-            for (int64_t c = 0; c < C; c++)
-                t += (double)row[c];
+            for (int64_t c0 = 0; c0 < C; c0 += BLOCK) {
+                const int64_t c1 = C - c0 < BLOCK ? C : c0 + BLOCK;
+                REAL part = 0;
+                #pragma omp simd reduction(+:part)
+                for (int64_t c = c0; c < c1; c++)
+                    part += row[c];
+                t += (double)part;
+            }
             sums[i] = (REAL)t;
         }
     }

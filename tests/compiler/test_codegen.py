@@ -251,6 +251,32 @@ def test_max_and_min_of_rows_of_infinities_and_nan(use_c, op):
     assert_same(kernel, actual, expected, {})
 
 
+@pytest.mark.parametrize("op", ["sum", "amax", "amin"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("cols", [2, 7, 8, 15, 16, 17, 33, 64, 255, 256, 257, 600])
+def test_lane_reductions_at_every_tail_and_block_length(use_c, op, dtype, cols):
+    """Float reductions run through a block buffer and the lanes helpers (vector
+    partials, then a scalar tail): every split of a row into whole vectors, a tail and
+    blocks of SUM_BLOCK gives NumPy's result, and a NaN anywhere (the first value, a
+    tail, a later block) makes max and min NaN."""
+    x = RNG.standard_normal((6, cols)).astype(dtype)
+    for row, at in enumerate((0, cols - 1, cols // 2, min(cols - 1, 300))):
+        x[row, at] = np.nan
+    x[4] = -np.inf
+    params = {"dims": (1,), "keepdim": False}
+    if op == "sum":
+        params["dtype"] = None
+    kernel = make_kernel([x], [("neg", [0], {}), (op, [1], params)], domain=x.shape,
+                         reduced=(1,))
+    source = c.render(kernel, 16)
+    assert f"ember_{op.lstrip('a')}_{'float' if dtype == 'float32' else 'double'}(" in source
+    actual, expected = compiled_and_reference(kernel, [x])
+    tol = dict(TOL[dtype])
+    if op == "sum":  # summed in another order than NumPy's: within a few ulp of sum |x|
+        tol["atol"] = 4 * np.finfo(dtype).eps * cols * 3
+    assert_same(kernel, actual, expected, tol)
+
+
 @pytest.mark.parametrize("op", ["amax", "amin"])
 def test_integer_max_and_min(use_c, op):
     x = RNG.integers(-1000, 1000, (5, 300)).astype(np.int32)

@@ -28,7 +28,7 @@ import numpy as np
 
 from ...errors import EmberError
 from ..fused import INNER, ROW, UNIFORM, FusedKernel, numel
-from . import build, scalar
+from . import build, lanes, scalar
 
 # Below this much work a kernel runs on one core (starting threads costs more): its
 # elements, each counted once plus COSTLY_STEP_WEIGHT times per costly step it computes
@@ -157,6 +157,8 @@ class _Writer:
         body = "\n".join(self.lines)
         if any(name + "(" in body for name in scalar.PRELUDE_NAMES):
             head.insert(3, scalar.PRELUDE)
+        if any(name + "(" in body for name in lanes.NAMES):
+            head.insert(3, lanes.SOURCE)
         return "\n".join(head) + "\n" + body + "\n"
 
     def prologue(self) -> None:
@@ -320,22 +322,29 @@ class _Writer:
         if not reducing and not computing:
             return
         clauses, blocked = [], []
+        buffered = [r for r in reducing if self.buffered(r)]
         for r in reducing:
             step = k.steps[r - k.first_step]
             name = step.op.name
             acc_type = scalar.accumulator_type(name, step.dtype)
             start = scalar.accumulator_start(name, step.dtype)
             self.emit(depth, f"{acc_type} acc{r} = {start};")
+            if scalar.tracks_nan(name, step.dtype):
+                self.emit(depth, f"int nan{r} = 0;")
+            if r in buffered:
+                continue
             if name == "sum" and step.dtype.name == "float32":
                 blocked.append(r)
                 clauses.append(f"reduction(+:part{r})")
             else:
                 clauses.append(f"reduction({scalar.REDUCTION_OPERATORS[name]}:acc{r})")
             if scalar.tracks_nan(name, step.dtype):
-                self.emit(depth, f"int nan{r} = 0;")
                 clauses.append(f"reduction(|:nan{r})")
         loop = "for (int64_t c = 0; c < cols; c++) {"
-        if blocked:
+        if blocked or buffered:
+            for r in buffered:
+                self.emit(depth, f"{self.operand_ctype(r)} red{r}[{SUM_BLOCK}] "
+                                 f"__attribute__((aligned(64)));")
             self.emit(depth, f"for (int64_t c0 = 0; c0 < cols; c0 += {SUM_BLOCK}) {{")
             depth += 1
             self.emit(depth, f"const int64_t c1 = cols - c0 < {SUM_BLOCK} ? cols : "
@@ -343,14 +352,16 @@ class _Writer:
             for r in blocked:
                 self.emit(depth, f"float part{r} = 0;")
             loop = "for (int64_t c = c0; c < c1; c++) {"
-        if clauses:
-            self.emit(depth, f"#pragma omp simd {' '.join(clauses)}")
+        if clauses or buffered:
+            self.emit(depth, f"#pragma omp simd {' '.join(clauses)}".rstrip())
         self.emit(depth, loop)
-        self.inner_body(depth + 1, p, pointers, stores, reducing, blocked)
+        self.inner_body(depth + 1, p, pointers, stores, reducing, blocked, buffered)
         self.emit(depth, "}")
-        if blocked:
+        if blocked or buffered:
             for r in blocked:
                 self.emit(depth, f"acc{r} += part{r};")
+            for r in buffered:
+                self.emit(depth, self.lanes_call(r))
             depth -= 1
             self.emit(depth, "}")
         for r in reducing:
@@ -362,8 +373,31 @@ class _Writer:
             if r in self.out_of:
                 self.emit(depth, f"out{self.out_of[r]}[o] = v{r};")
 
+    def buffered(self, r: int) -> bool:
+        """Whether reduction ``r`` goes through a block buffer and a :mod:`lanes` helper
+        (a float or double operand reduced in its own type): its loop then stores each
+        operand, and the helper reduces the block in vector registers. Other reductions
+        are OpenMP simd reductions."""
+        step = self.k.steps[r - self.k.first_step]
+        return self.operand_ctype(r) in lanes.C_TYPES and \
+            self.operand_ctype(r) == scalar.c_type(step.dtype)
+
+    def operand_ctype(self, r: int) -> str:
+        """The C type of the value reduction ``r`` reduces."""
+        (a,) = self.k.steps[r - self.k.first_step].args
+        return self.ctype(a)
+
+    def lanes_call(self, r: int) -> str:
+        """The statement folding the block buffer of reduction ``r`` into its total."""
+        name = self.k.steps[r - self.k.first_step].op.name
+        t = self.operand_ctype(r)
+        if name == "sum":
+            return f"acc{r} += ember_sum_{t}(red{r}, c1 - c0);"
+        helper = "ember_max" if name == "amax" else "ember_min"
+        return f"acc{r} = {helper}_{t}(red{r}, c1 - c0, acc{r}, &nan{r});"
+
     def inner_body(self, depth: int, p: int, pointers, stores, reducing=(),
-                   blocked=()) -> None:
+                   blocked=(), buffered=()) -> None:
         """The loop body of pass ``p``; the spilled values (:meth:`plan_spills`) are
         stored by the pass before the last, and read back first by the last."""
         k = self.k
@@ -398,6 +432,9 @@ class _Writer:
             step = k.steps[r - k.first_step]
             (a,) = step.args
             need(a)
+            if r in buffered:
+                self.emit(depth, f"red{r}[c - c0] = v{a};")
+                continue
             acc = f"part{r}" if r in blocked else f"acc{r}"
             self.emit(depth, scalar.accumulate(step.op.name, acc, f"v{a}"))
             if scalar.tracks_nan(step.op.name, step.dtype):
