@@ -33,18 +33,19 @@ class CLoop:
         if real is None or os.getpid() != self.pid:
             return None
         if real not in self.built:
-            self.built[real] = None
             from ..compiler.codegen import backend_name, build
             try:
                 compiled = os.environ.get("EMBER_EAGER_KERNELS", "1") != "0" and \
                     backend_name() == "c"
             except EmberError:  # an unknown EMBER_JIT_BACKEND: the NumPy path
                 compiled = False
-            if compiled:
-                source = f"#define REAL {real}\n{self.prelude}{self.source}"
-                function = build.load_c_function(f"{self.name}_{real}", source)
-                if function is not None:  # (else the NumPy path)
-                    self.built[real] = (function, build.max_threads())
+            if not compiled:  # (not remembered: a later call may find the C backend on)
+                return None
+            self.built[real] = None
+            source = f"#define REAL {real}\n{self.prelude}{self.source}"
+            function = build.load_c_function(f"{self.name}_{real}", source)
+            if function is not None:  # (else the NumPy path)
+                self.built[real] = (function, build.max_threads())
         return self.built[real]
 
 

@@ -7,9 +7,10 @@ weight's gradient sums ``gy * d`` over the rows and the bias's sums ``g``. The N
 path (and the kernels ember.jit fuses from the same formula) read and write the
 (rows, n) arrays several times and sum the columns in further passes; here each thread
 takes a block of rows, reads each row once for its two sums and once to write its
-gradient, and sums the columns of its rows 16 columns at a time in registers, into
-partials of its own (in double), which are added at the end. Row sums run in double
-too.
+gradient (the row sums in vector lanes, :mod:`ember.compiler.codegen.lanes`, per block
+of 256 values, the blocks' sums in double), then sums the columns of its rows, now in
+cache, 16 columns at a time in registers, into partials of its own (in double), which
+are added at the end.
 
 Used for float32/float64 contiguous inputs on the CPU where the kernel cache has a C
 compiler; anything else (None from :func:`normalize_backward`) takes the NumPy path.
@@ -20,12 +21,14 @@ import math
 
 import numpy as np
 
+from ..compiler.codegen import lanes
 from .c_loops import CLoop, address
 
 _SOURCE = r"""
 #include <stdint.h>
 #include <omp.h>
 #define COLS 16
+#define BLOCK 256  /* a row's values summed in blocks this long, in vector lanes */
 /* p = [threads, rows, n, center, g, x, mean, rstd, weight|0, gx|0, gw partials|0,
         gb partials|0]; partials: threads x n doubles, zeroed */
 void ember_kernel(const int64_t *p)
@@ -43,6 +46,46 @@ void ember_kernel(const int64_t *p)
         const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
         const int64_t lo = rows * t / nt, hi = rows * (t + 1) / nt;
         double *pw = gw ? gw + t * n : 0, *pb = gb ? gb + t * n : 0;
+        /* the rows first: read in order, they leave the thread's block in cache for the
+           column sums */
+        REAL b1[BLOCK] __attribute__((aligned(64))), b2[BLOCK] __attribute__((aligned(64)));
+        for (int64_t r = lo; r < hi && gx; r++) {
+            const REAL *gr = g + r * n, *xr = x + r * n;
+            const REAL m = mean[r], s = rstd[r];
+            double s1 = 0.0, s2 = 0.0;
+            for (int64_t c0 = 0; c0 < n; c0 += BLOCK) {
+                const int64_t c1 = n - c0 < BLOCK ? n : c0 + BLOCK;
+                if (w) {
+                    #pragma omp simd
+                    for (int64_t c = c0; c < c1; c++) {
+                        const REAL gyr = gr[c] * s * w[c];
+                        b1[c - c0] = gyr;
+                        b2[c - c0] = gyr * (xr[c] - m);
+                    }
+                } else {
+                    #pragma omp simd
+                    for (int64_t c = c0; c < c1; c++) {
+                        const REAL gyr = gr[c] * s;
+                        b1[c - c0] = gyr;
+                        b2[c - c0] = gyr * (xr[c] - m);
+                    }
+                }
+                s1 += EMBER_SUM(b1, c1 - c0);
+                s2 += EMBER_SUM(b2, c1 - c0);
+            }
+            const REAL k = (REAL)(s2 / (double)n) * s * s;
+            const REAL b = center ? (REAL)(s1 / (double)n) : (REAL)0;
+            REAL *out = gx + r * n;
+            if (w) {
+                #pragma omp simd
+                for (int64_t c = 0; c < n; c++)
+                    out[c] = gr[c] * s * w[c] - ((xr[c] - m) * k + b);
+            } else {
+                #pragma omp simd
+                for (int64_t c = 0; c < n; c++)
+                    out[c] = gr[c] * s - ((xr[c] - m) * k + b);
+            }
+        }
         /* the column sums, 16 columns at a time over all of the thread's rows, in
            registers (per row, the partials' loads and stores were most of the time) */
         for (int64_t c0 = 0; c0 < n && (pw || pb); c0 += COLS) {
@@ -73,38 +116,6 @@ void ember_kernel(const int64_t *p)
                     pb[c0 + j] += ab[j];
             }
         }
-        for (int64_t r = lo; r < hi && gx; r++) {
-            const REAL *gr = g + r * n, *xr = x + r * n;
-            const REAL m = mean[r], s = rstd[r];
-            double s1 = 0.0, s2 = 0.0;
-            if (w) {
-                #pragma omp simd reduction(+:s1, s2)
-                for (int64_t c = 0; c < n; c++) {
-                    const REAL gyr = gr[c] * s * w[c];
-                    s1 += gyr;
-                    s2 += (double)gyr * (double)(xr[c] - m);
-                }
-            } else {
-                #pragma omp simd reduction(+:s1, s2)
-                for (int64_t c = 0; c < n; c++) {
-                    const REAL gyr = gr[c] * s;
-                    s1 += gyr;
-                    s2 += (double)gyr * (double)(xr[c] - m);
-                }
-            }
-            const REAL k = (REAL)(s2 / (double)n) * s * s;
-            const REAL b = center ? (REAL)(s1 / (double)n) : (REAL)0;
-            REAL *out = gx + r * n;
-            if (w) {
-                #pragma omp simd
-                for (int64_t c = 0; c < n; c++)
-                    out[c] = gr[c] * s * w[c] - ((xr[c] - m) * k + b);
-            } else {
-                #pragma omp simd
-                for (int64_t c = 0; c < n; c++)
-                    out[c] = gr[c] * s - ((xr[c] - m) * k + b);
-            }
-        }
     }
 }
 """
@@ -112,7 +123,7 @@ void ember_kernel(const int64_t *p)
 # Fewer elements than this run on one thread (starting the other costs more).
 MIN_PARALLEL = 1 << 15
 
-LOOP = CLoop("norm_backward", _SOURCE)
+LOOP = CLoop("norm_backward", _SOURCE, prelude=lanes.SOURCE)
 
 
 def applies(g, x, mean, rstd, *weight, axes, center, param_shape, need) -> bool:

@@ -101,6 +101,9 @@ EMBER_EXTREME(T, I, S, ember_min, <)
 
 EMBER_LANES(float, int32_t, float)
 EMBER_LANES(double, int64_t, double)
+
+/* the sum of x[0:n] for a float or double array x (hand-written loops over REAL) */
+#define EMBER_SUM(x, n) _Generic((x), float *: ember_sum_float, double *: ember_sum_double)(x, n)
 """
 
 # The helpers take these element types (C spellings).
