@@ -23,6 +23,7 @@ from collections import OrderedDict
 from .. import dtypes
 from ..autograd import grad_mode
 from ..errors import EmberError
+from ..nn.module import STATE_EPOCH
 from ..ops import registry
 from ..tensor import Tensor
 from . import codegen, passes
@@ -266,6 +267,7 @@ class CompiledFunction:
         self._modules = None
         self._warned = False
         self._last_key = None
+        self._modules_epoch = self._modules_state = None
 
     # Signature --------------------------------------------------------------------------
     def _key(self, leaves, tree):
@@ -277,13 +279,15 @@ class CompiledFunction:
             # which arguments are the same tensor (the graph reads a repeated one once)
             if len(set(ids)) < len(ids):
                 aliases = tuple(ids.index(i) for i in ids)
+        if self._modules_epoch != STATE_EPOCH[0]:  # (else the modules are as last read)
+            self._modules_epoch = STATE_EPOCH[0]
+            self._modules_state = tuple([(m.training, m.__dict__.get("_structure_version", 0))
+                                         for m in self._modules])
         return ((tree, aliases),
                 tuple([(t._data.shape, t._dtype, t._requires_grad, t.grad is None, t._device)
                        for t in leaves]),
                 grad_mode._state.enabled, dtypes.get_default_dtype(),
-                registry._autocast.key,
-                tuple([(m.training, m.__dict__.get("_structure_version", 0))
-                       for m in self._modules]))
+                registry._autocast.key, self._modules_state)
 
     def __call__(self, *args, **kwargs):
         if registry._trace is not None:  # called inside another trace: trace inline

@@ -43,6 +43,11 @@ def _addindent(text: str, spaces: int) -> str:
     return "\n".join([first] + [pad + line for line in rest])
 
 
+
+# Moves whenever any module's training flag or structure (its tensors, submodules)
+# changes: a compiled function re-reads its modules' state only when this moved.
+STATE_EPOCH = [0]
+
 class Module:
     """Base class of every layer and model.
 
@@ -240,6 +245,8 @@ class Module:
             buffers[name] = value
             self._changed()
             return
+        if name == "training":
+            STATE_EPOCH[0] += 1
         object.__setattr__(self, name, value)
 
     def _changed(self) -> None:
@@ -247,6 +254,7 @@ class Module:
         functions that read it retrace when the count moves)."""
         d = self.__dict__
         d["_structure_version"] = d.get("_structure_version", 0) + 1
+        STATE_EPOCH[0] += 1
 
     def _forget(self, name: str, keep: str) -> None:
         """Remove ``name`` from every place but ``keep`` before it is re-registered."""

@@ -67,6 +67,23 @@ static void finish(const conv_t *q, REAL *y, int64_t o0, int64_t o1)
     }
 }
 
+/* window j (counted from pooled row ph0) of channel o: from m (and at) channels last
+   into out (and index) channels first, as pool finishes it */
+static inline void write_window(const conv_t *q, const REAL *m, const REAL *at, REAL *out,
+                                int64_t *index, const REAL *bias, REAL floor, int64_t PL,
+                                int64_t first, int64_t ph0, int64_t j, int64_t o)
+{
+    const REAL v = m[j * q->O + o];
+    if (index) {
+        out[o * PL + first + j] = v;
+        index[o * PL + first + j] = (ph0 + j / q->POW) * q->PSH * q->OW +
+                                    j % q->POW * q->PSW + (int64_t)at[j * q->O + o];
+    } else {
+        const REAL s = v + (bias ? bias[o] : (REAL)0);
+        out[o * PL + first + j] = s < floor ? floor : s;
+    }
+}
+
 /* channels [o0, o1) of one image's result yt, channels last (OH*OW x O): max over each
    pooling window, + bias, relu, into out (O x POH*POW). Each window's max runs across the
    channels (one vector of them), into m (POH*POW x O, channels last); m is then written
@@ -161,23 +178,55 @@ static void pool(const conv_t *q, const REAL *restrict yt, int64_t yw, int64_t p
                 }
         }
     const int64_t PL = q->POH * q->POW, first = ph0 * q->POW, count = (ph1 - ph0) * q->POW;
-    for (int64_t o = o0; o < o1; o++) {
-        REAL *dst = out + o * PL + first;
-        if (index) {
-            int64_t *idst = index + o * PL + first;
-            for (int64_t ph = ph0, p = 0; ph < ph1; ph++)
-                for (int64_t pw = 0; pw < q->POW; pw++, p++) {
-                    dst[p] = m[p * O + o];
-                    idst[p] = ph * q->PSH * OW + pw * q->PSW + (int64_t)at[p * O + o];
+    int64_t p = 0;
+#if GEMM_SHUFFLES
+    /* 8 windows x 8 channels at a time, transposed in registers: m's channels-last rows
+       become 8 contiguous stores per channel */
+    for (; p + 8 <= count; p += 8) {
+        int64_t base[8];
+        for (int i = 0; i < 8; i++)
+            base[i] = (ph0 + (p + i) / q->POW) * q->PSH * OW + (p + i) % q->POW * q->PSW;
+        int64_t o = o0;
+        for (; o + 8 <= o1; o += 8) {
+            v8REAL a[8], t[8], u[8], w[8];
+            for (int i = 0; i < 8; i++)
+                memcpy(&a[i], m + (p + i) * O + o, sizeof a[i]);
+            transpose8_REAL(a, t);
+            if (index) {
+                for (int i = 0; i < 8; i++)
+                    memcpy(&u[i], at + (p + i) * O + o, sizeof u[i]);
+                transpose8_REAL(u, w);
+            }
+            for (int i = 0; i < 8; i++) {
+                REAL v[8];
+                memcpy(v, &t[i], sizeof v);
+                REAL *dst = out + (o + i) * PL + first + p;
+                if (index) {
+                    REAL where[8];
+                    memcpy(where, &w[i], sizeof where);
+                    int64_t *idst = index + (o + i) * PL + first + p;
+                    for (int j = 0; j < 8; j++) {
+                        dst[j] = v[j];
+                        idst[j] = base[j] + (int64_t)where[j];
+                    }
+                } else {
+                    const REAL b = bias ? bias[o + i] : (REAL)0;
+                    #pragma omp simd
+                    for (int j = 0; j < 8; j++) {
+                        const REAL s = v[j] + b;
+                        dst[j] = s < floor ? floor : s;
+                    }
                 }
-        } else {
-            const REAL b = bias ? bias[o] : (REAL)0;
-            for (int64_t p = 0; p < count; p++) {
-                const REAL v = m[p * O + o] + b;
-                dst[p] = v < floor ? floor : v;
             }
         }
+        for (; o < o1; o++)
+            for (int64_t j = p; j < p + 8; j++)
+                write_window(q, m, at, out, index, bias, floor, PL, first, ph0, j, o);
     }
+#endif
+    for (int64_t o = o0; o < o1; o++)
+        for (int64_t j = p; j < count; j++)
+            write_window(q, m, at, out, index, bias, floor, PL, first, ph0, j, o);
 }
 
 /* The implicit forward (stride 1; q->ko given): no columns. The image (copied into a
