@@ -421,6 +421,26 @@ def _product(a, b, bias, relu):
     return out
 
 
+def specialized_matmul(a, b, bias=None, relu=False):
+    """``run(a, b, bias, out)``: :func:`matmul` into ``out`` for operands laid out as
+    the stand-ins ``a``, ``b`` and ``bias`` (arrays of the same shapes, dtypes and
+    strides), its plan made here, once. ``run`` reads only the arrays' data pointers: the
+    caller passes arrays with those layouts (any view of the same memory will do: a
+    weight for its transpose) and ``out`` C-contiguous, of the product's size. None
+    where the driver leaves this product to NumPy."""
+    key = (a.shape, a.strides, b.shape, b.strides, a.dtype, b.dtype,
+           None if bias is None else (bias.shape, bias.strides, bias.dtype), relu)
+    plan = _PLANS.get(key, a, b, bias, relu)
+    if plan is False or not plan[3]:  # (only where the arrays go in as objects)
+        return None
+    kernel, params = plan[:2]
+
+    def run(a, b, bias, out):
+        kernel(params, a, b, out, bias)
+        return out
+    return run
+
+
 def _plan(a, b, bias, relu, small=False):
     """Everything about a product but its arrays, or False where it is NumPy's:
     (kernel, the address of its params (the pointers left 0), the output shape, whether
@@ -491,11 +511,34 @@ def linear_chain(x, arrays, layers):
     plan = _CHAINS.get(key, x, arrays, layers)
     if plan is False or os.getpid() != _pid:
         return None
+    return _run_chain(plan, x, arrays)
+
+
+def _run_chain(plan, x, arrays):
     kernel, params, out_shape, work_size, _ = plan
     work = scratch(np.uint8, work_size)
     out = np.empty(out_shape, x.dtype)
     kernel(params, x, arrays, out, work)
     return out
+
+
+def specialized_chain(x_aval, array_avals, layers):
+    """``run(x, arrays)``: :func:`linear_chain` for arrays of exactly these
+    ``(shape, dtype)`` (``x`` 2-D), its plan made here, once; ``run`` returns None where
+    the arrays do not fit it (not C-contiguous NumPy arrays, another process). None where
+    the chain does not apply to these shapes."""
+    stand_in = [np.empty(shape, dtype) for shape, dtype in [x_aval] + list(array_avals)]
+    plan = _chain_plan(stand_in[0], tuple(stand_in[1:]), layers)
+    if plan is False:
+        return None
+    pid, ndarray = _pid, np.ndarray
+
+    def run(x, arrays):
+        if x.__class__ is not ndarray or not x.flags.c_contiguous or os.getpid() != pid or \
+                any(a.__class__ is not ndarray or not a.flags.c_contiguous for a in arrays):
+            return None
+        return _run_chain(plan, x, arrays)
+    return run
 
 
 def _chain_plan(x, arrays, layers):

@@ -90,9 +90,24 @@ class NumpyExecutor:
             copies = [(k, slots[vid], position[tid]) for k, vid, tid, o in writes if o is None]
             direct = [(k, o, position[tid]) for k, vid, tid, o in writes if o is not None]
             self.program[i] = self.program[i][:6] + ((copies, direct),)
+        if self.device is CPU:
+            self.specialize(graph)
         self.grad_slots = [None if v is None else slot(v) for v in graph.grad_outputs]
         self.n_slots = len(slots)
         self.inputs_first = self.input_slots == list(range(len(self.input_slots)))
+
+    def specialize(self, graph: Graph) -> None:
+        """Instructions whose op has a ``specialize`` rule call the forward it gives for
+        their inputs' shapes and dtypes (its params bound): work that depends only on
+        those is done here, once, not at every call. Not where the run writes the
+        result into a tensor's array (the ``out`` of an in-place update)."""
+        for i, (forward, ins, outs, params, frees, instr, writes) in enumerate(self.program):
+            rule = getattr(instr.op, "specialize", None)  # (fused kernels have none)
+            if rule is None or writes is not None or instr.op.name in LAYOUT_FREE:
+                continue
+            run = rule([(v.shape, v.dtype.np) for v in instr.inputs], **params)
+            if run is not None:
+                self.program[i] = (run, ins, outs, {}, frees, instr, writes)
 
     def run(self, inputs: list) -> tuple[list, list, list]:
         """(output arrays, update arrays, gradient arrays) for the input arrays."""

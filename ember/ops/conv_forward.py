@@ -488,11 +488,16 @@ def conv2d_forward(x, w, bias, stride, padding, dilation, out_size, relu=False,
                       indices)
     if plan is False or os.getpid() != FORWARD.pid:  # (a forked child: NumPy's path)
         return None
-    kernel, params, out_shape, work_size, zeros, objects, _ = plan
     if not x.flags.c_contiguous:
         x = np.ascontiguousarray(x)
     if not w.flags.c_contiguous:
         w = np.ascontiguousarray(w)
+    return _call(plan, x, w, bias, indices)
+
+
+def _call(plan, x, w, bias, indices):
+    """The C loop of ``plan`` on contiguous arrays: ``out`` or ``(out, index)``."""
+    kernel, params, out_shape, work_size, zeros, objects, _ = plan
     work = scratch(x.dtype, work_size)
     out = np.empty(out_shape, x.dtype)
     index = np.empty(out_shape, np.int64) if indices else None
@@ -504,6 +509,36 @@ def conv2d_forward(x, w, bias, stride, padding, dilation, out_size, relu=False,
         kernel(params, *[None if a is None else address(a) for a in (x, w, bias, out, work,
                                                                       index)])
     return out if index is None else (out, index)
+
+
+class _Like:
+    """An array's shape and dtype (what a plan is made from), without its values."""
+
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype, self.ndim = tuple(shape), np.dtype(dtype), len(shape)
+
+
+def specialized(x_aval, w_aval, bias_aval, stride, padding, dilation, out_size, relu=False,
+                pool=None, indices=False):
+    """``run(x, w, bias)``: :func:`conv2d_forward` for inputs of exactly these
+    ``(shape, dtype)`` (``bias_aval`` None: no bias), its plan made here, once; ``run``
+    returns None where the arrays do not fit it (not contiguous NumPy arrays, another
+    process). None where the C loop does not apply to these shapes."""
+    x, w = _Like(*x_aval), _Like(*w_aval)
+    bias = None if bias_aval is None else _Like(*bias_aval)
+    plan = _forward_plan(x, w, bias, stride, padding, dilation, out_size, relu, pool,
+                         indices)
+    if plan is False or not plan[5]:  # (only where the arrays go in as objects)
+        return None
+    pid, ndarray = FORWARD.pid, np.ndarray
+
+    def run(x, w, bias):
+        if x.__class__ is not ndarray or w.__class__ is not ndarray or \
+                not x.flags.c_contiguous or not w.flags.c_contiguous or \
+                (bias is not None and bias.__class__ is not ndarray) or os.getpid() != pid:
+            return None
+        return _call(plan, x, w, bias, indices)
+    return run
 
 
 def _forward_plan(x, w, bias, stride, padding, dilation, out_size, relu, pool, indices):
@@ -591,4 +626,4 @@ def _implicit_plan(dtype, x_shape, w_shape, stride, padding, dilation, out_size,
 
 _PLANS = Plans(_forward_plan, 256)
 
-__all__ = ["conv2d_forward", "IMPLICIT_TAPS"]
+__all__ = ["conv2d_forward", "specialized", "IMPLICIT_TAPS"]

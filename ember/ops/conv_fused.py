@@ -18,7 +18,7 @@ import numpy as np
 from .conv import (_bias_grad_forward, _conv_forward, _conv_transpose_forward,
                    _conv_weight_grad_forward)
 from .conv_grad_kernels import conv2d_backward
-from .conv_forward import conv2d_forward
+from .conv_forward import conv2d_forward, specialized
 from .pooling import _max_pool_forward, _max_pool_values_forward, _max_unpool_forward
 from .registry import register
 
@@ -51,6 +51,26 @@ def _indexed_forward(xp, x, w, *bias, stride, padding, dilation, out_size, relu,
     return _run(xp, x, w, bias, stride, padding, dilation, out_size, relu, pool, True)
 
 
+def _specialize(indices):
+    """The ``specialize`` rule of conv2d_fused (``indices``: conv2d_fused_indexed): the C
+    loop's plan made once for the graph's shapes."""
+    def rule(avals, *, stride, padding, dilation, out_size, relu, pool):
+        forward = _indexed_forward if indices else _forward
+        params = dict(stride=stride, padding=padding, dilation=dilation, out_size=out_size,
+                      relu=relu, pool=pool)
+        c_loop = specialized(avals[0], avals[1], avals[2] if len(avals) > 2 else None,
+                             stride, tuple(lo for lo, _ in padding), dilation, out_size,
+                             relu, None if pool is None else pool[:2], indices)
+        if c_loop is None:
+            return None
+
+        def run(xp, x, w, *bias):
+            done = c_loop(x, w, bias[0] if bias else None) if xp is np else None
+            return forward(xp, x, w, *bias, **params) if done is None else done
+        return run
+    return rule
+
+
 def _backward(xp, x, g, *rest, stride, padding, dilation, kernel_size, pooled_from,
               need_db, need_dx):
     """``(dW, db, dx)`` of a 2-D convolution (``db``/``dx`` 0-d zeros where not needed):
@@ -75,8 +95,9 @@ def _backward(xp, x, g, *rest, stride, padding, dilation, kernel_size, pooled_fr
     return dw, db, dx
 
 
-CONV2D_FUSED = register("conv2d_fused", _forward)
-CONV2D_FUSED_INDEXED = register("conv2d_fused_indexed", _indexed_forward, n_outputs=2)
+CONV2D_FUSED = register("conv2d_fused", _forward, specialize=_specialize(False))
+CONV2D_FUSED_INDEXED = register("conv2d_fused_indexed", _indexed_forward, n_outputs=2,
+                                specialize=_specialize(True))
 CONV2D_BACKWARD_FUSED = register("conv2d_backward_fused", _backward, n_outputs=3)
 
 __all__ = ["CONV2D_FUSED", "CONV2D_FUSED_INDEXED", "CONV2D_BACKWARD_FUSED"]

@@ -36,6 +36,26 @@ def _forward(xp, x, *arrays, layers):
     return x
 
 
-LINEAR_CHAIN = register("linear_chain", _forward)
+def _specialize(avals, *, layers):
+    """The driver's plan for the chain, made once for the graph's shapes."""
+    (shape, dtype), weights = avals[0], avals[1:]
+    if len(shape) < 2:
+        return None
+    rows = int(np.prod(shape[:-1]))
+    chain = cpu_blas.specialized_chain(((rows, shape[-1]), dtype), weights, layers)
+    if chain is None:
+        return None
+    out_shape = tuple(shape[:-1]) + tuple(weights[-2 if layers[-1][0] else -1][0][:1])
+
+    def run(xp, x, *arrays):
+        done = None
+        if xp is np and x.__class__ is np.ndarray:
+            done = chain(x.reshape(rows, x.shape[-1]), arrays)
+        return _forward(xp, x, *arrays, layers=layers) if done is None else \
+            done.reshape(out_shape)
+    return run
+
+
+LINEAR_CHAIN = register("linear_chain", _forward, specialize=_specialize)
 
 __all__ = ["LINEAR_CHAIN"]

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 import warnings
 
 import numpy as np
 
 from .. import dtypes as dt
 from ..autograd import grad_mode
+from ..backends import cpu_blas
 from ..errors import (EmberError, EmberIndexError, EmberTypeError, EmberValueError,
                       ShapeError)
 from ..tensor import Tensor
@@ -106,8 +108,35 @@ def _linear_infer(x, w, *bias):
     return AbstractValue(shape, x.dtype)
 
 
+def _linear_specialize(avals, relu=False):
+    """The BLAS driver's plan for ``x @ w.T + bias``, made once for the graph's shapes
+    (float32/float64, x at least 2-D, a bias of the output's width or none); the run
+    then hands the driver x, w and bias as they are."""
+    (xs, xd), (ws, wd) = avals[:2]
+    bias = avals[2] if len(avals) > 2 else None
+    if len(xs) < 2 or len(ws) != 2 or xd != wd or xd not in (np.float32, np.float64) or \
+            (bias is not None and (bias[0] != ws[:1] or bias[1] != xd)):
+        return None
+    rows = math.prod(xs[:-1])
+    product = cpu_blas.specialized_matmul(
+        np.empty((rows, xs[-1]), xd), np.empty(ws, wd).T,
+        None if bias is None else np.empty(ws[:1], xd), relu)
+    if product is None:
+        return None
+    out_shape, pid, ndarray, empty = tuple(xs[:-1]) + (ws[0],), os.getpid(), np.ndarray, \
+        np.empty
+
+    def run(xp, x, w, *b):
+        if x.__class__ is ndarray and w.__class__ is ndarray and x.flags.c_contiguous and \
+                w.flags.c_contiguous and os.getpid() == pid and \
+                (not b or (b[0].__class__ is ndarray and b[0].flags.c_contiguous)):
+            return product(x, w, b[0] if b else None, empty(out_shape, xd))
+        return _linear_forward(xp, x, w, *b, relu=relu)
+    return run
+
+
 _LINEAR = register("linear", _linear_forward, _linear_vjp, broadcasting=True,
-                   infer=_linear_infer)
+                   infer=_linear_infer, specialize=_linear_specialize)
 def _linear_backward_infer(g, x, w, need, bias_shape):
     return tuple(AbstractValue(shape if wanted else (), x.dtype) for shape, wanted in
                  zip((x.shape, w.shape, bias_shape), need))

@@ -72,11 +72,17 @@ class Op:
         fast: set by :mod:`ember.compiler.eager` for ops with a ``decompose`` rule: a
             forward with ``forward``'s signature that eager mode calls instead, running
             compiled kernels for large inputs.
+        specialize: for ``ember.jit``'s executor on the CPU:
+            ``specialize(avals, **params)`` (``(shape, dtype)`` of each input, NumPy
+            dtypes) gives ``run(xp, *arrays)``, the forward for inputs of exactly those
+            shapes and dtypes with whatever follows from them (a C loop's plan) worked
+            out once, or None. ``run`` checks what the graph does not fix (memory
+            layout, the process) and takes ``forward``'s path where that does not fit.
     """
     release = None  # (a compiled backward's op frees its residuals: see Node.release)
     __slots__ = ("name", "forward", "vjp", "infer", "n_outputs", "saves_inputs",
                  "saves_outputs", "broadcasting", "is_view", "dynamic_shape", "grad_name",
-                 "explain", "grad_index", "decompose", "whole_in_c", "fast")
+                 "explain", "grad_index", "decompose", "whole_in_c", "fast", "specialize")
 
     def __init__(self, name: str, forward: Callable, vjp: Callable | None = None, *,
                  infer: Callable | None = None, n_outputs: int = 1,
@@ -84,7 +90,7 @@ class Op:
                  broadcasting: bool = False, is_view: bool = False,
                  dynamic_shape: bool = False, explain: Callable | None = None,
                  grad_index: Callable | None = None, decompose: Callable | None = None,
-                 whole_in_c: Callable | None = None):
+                 whole_in_c: Callable | None = None, specialize: Callable | None = None):
         self.name = name
         self.forward = forward
         self.vjp = vjp
@@ -99,6 +105,7 @@ class Op:
         self.grad_index = grad_index
         self.decompose = decompose
         self.whole_in_c = whole_in_c
+        self.specialize = specialize
         self.fast = None
         self.grad_name = "".join(p.capitalize() for p in name.split("_")) + "Backward0"
 
