@@ -213,12 +213,12 @@ class Specialization:
                 return (f"requires_grad of a {list(t.shape)} tensor changed: {flag} -> "
                         f"{t._requires_grad}")
             data = t._data
-            if data.shape != shape or data.dtype != dtype:
+            if data.shape != shape or (data.dtype is not dtype and data.dtype != dtype):
                 return (f"{label} changed from {dtype}{list(shape)} to "
                         f"{data.dtype}{list(data.shape)}")
         for target, was_none in self.grad_guards:
-            t = resolve(target, args)
-            if (t.grad is None) != was_none:
+            t = target if target.__class__ is not tuple else args[target[1]]
+            if (t.grad is None) is not was_none:
                 return (f"the .grad of a {list(t.shape)} tensor was "
                         f"{'None' if was_none else 'set'} when traced and is now "
                         f"{'None' if t.grad is None else 'set'}")
