@@ -353,9 +353,10 @@ static void implicit_block(const conv_t *q, const REAL *P, REAL *pad, REAL *yt, 
                            int64_t g, int64_t p0, int64_t p1, int64_t o0, int64_t o1)
 {
     const int64_t grid_rows = q->PKH ? q->PSH : 1;  /* grid rows per output row */
-    int64_t step = STRIP_BYTES / (grid_rows * q->WP * (o1 - o0) * (int64_t)sizeof(REAL));
-    if (g > 1 || step < 1)
-        step = step < 1 && g == 1 ? 1 : p1 - p0;
+    int64_t step = g > 1 ? p1 - p0 :
+                   STRIP_BYTES / (grid_rows * q->WP * (o1 - o0) * (int64_t)sizeof(REAL));
+    if (step < 1)
+        step = 1;
     for (int64_t s = p0; s < p1; s += step)
         implicit_strip(q, P, pad, yt, n, g, s, s + step < p1 ? s + step : p1, o0, o1);
 }

@@ -54,8 +54,10 @@ FORWARD = [(64, 1, (28, 28), 32, (3, 3), (1, 1), (0, 0), (0, 0), (1, 1)),
            (3, 64, (26, 26), 8, (3, 3), (1, 1), (0, 0), (0, 0), (1, 1))]
 # stride 1 with padding (the implicit path's padded images): one channel, 5 images (a
 # group of them per product, and a last group short); one image on two threads with k
-# past one block (450 taps) and 3 panels of weights, the last short; asymmetric pads
+# past one block (450 taps) and 3 panels of weights, the last short; asymmetric pads;
+# one large image of one channel, computed in many strips of rows (and a short last one)
 IMPLICIT = [(5, 1, (10, 9), 6, (3, 3), (1, 1), (1, 1), (1, 1), (1, 1)),
+            (1, 1, (41, 40), 32, (3, 3), (1, 1), (1, 1), (1, 1), (1, 1)),
             (1, 50, (8, 7), 70, (3, 3), (1, 1), (1, 2), (0, 1), (2, 1)),
             (2, 4, (9, 11), 9, (2, 3), (1, 1), (0, 1), (2, 0), (1, 1))]
 FORWARD += IMPLICIT

@@ -12,8 +12,10 @@ the work is large), the last dim is a simple inner loop the compiler vectorises.
 kernel with reductions makes one inner pass per stage of its reductions (a softmax:
 max, then exp and sum, then divide); values a later pass needs again are recomputed,
 or read back from an output that already holds them, or (for the last pass) from an
-output it is about to overwrite. Reductions are OpenMP ``simd`` reductions, so that
-their loops vectorise too.
+output it is about to overwrite. A float reduction's loop stores the values it reduces
+into a block buffer that a :mod:`~ember.compiler.codegen.lanes` helper reduces in vector
+registers; other reductions are OpenMP ``simd`` reductions. Either way the loops
+vectorise.
 
 Arguments are the NumPy arrays themselves (read through their documented
 ``PyArrayObject`` layout, where the data pointer follows the object header), which
@@ -313,9 +315,10 @@ class _Writer:
 
     def inner_pass(self, depth: int, p: int, pointers, stores) -> None:
         """One loop over the inner dim: the inner values computed in pass ``p``, the
-        reductions fed in it, then the reductions' results. Reductions are OpenMP simd
-        reductions (so the loop vectorises); float32 sums add up blocks of
-        :data:`SUM_BLOCK` values in float, and the blocks' sums in double."""
+        reductions fed in it, then the reductions' results. The loop runs over blocks of
+        :data:`SUM_BLOCK` values where it reduces floats: each block's values go to a
+        buffer that a lanes helper reduces (:meth:`buffered`), and float32 sums add the
+        blocks' sums in double. Other reductions are OpenMP simd reductions."""
         k = self.k
         reducing = [r for r in self.reductions if self.phase[r] == p + 1]
         computing = [i for i in stores if self.phase[i] == p]
