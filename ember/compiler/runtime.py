@@ -15,6 +15,7 @@ import numpy as np
 
 from ..backends import CPU
 from ..errors import EmberError
+from ..ops import c_loops
 from ..tensor import Tensor
 from . import codegen
 from .ir import Graph
@@ -36,6 +37,12 @@ def _reshape_forward(xp, a, shape):
 # Ops whose eager forward depends on a memory layout the graph does not fix: in the graph
 # a value has no strides, so "view" is any reshape (a copy where the strides need one).
 LAYOUT_FREE = {"view": _reshape_forward}
+
+
+def _loop_uses(graph: Graph) -> list:
+    """(op name, dtype of its first input) of each instruction: which hand-written C
+    loops the graph's ops may call (:func:`ember.ops.c_loops.sources_for`)."""
+    return [(ins.op.name, ins.inputs[0].dtype.np) for ins in graph.instrs if ins.inputs]
 
 
 class NumpyExecutor:
@@ -76,8 +83,9 @@ class NumpyExecutor:
             program.append((forward, ins_slots, outs[0] if len(outs) == 1 else outs,
                             ins.params, frees, ins, None))
         self.program = program
+        extra = c_loops.sources_for(_loop_uses(graph)) if self.device is CPU else ()
         codegen.prepare_kernels([ins.op for ins in graph.instrs], compile_now,
-                                codegen.renderer_for(self.device))
+                                codegen.renderer_for(self.device), extra)
         self.output_slots = [slot(v) for v in graph.outputs]
         self.update_slots = [None if u.value is None else slot(u.value) for u in graph.updates]
         position = {inp.value.id: j for j, inp in enumerate(graph.inputs)}

@@ -19,13 +19,20 @@ from ..errors import EmberError
 _FLOATS = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
 
 
-class CLoop:
-    """``void ember_kernel(int64_t *params)`` from ``source``, per float dtype."""
+_BY_OP: dict = {}  # registry op name -> the loops its forward may call
 
-    def __init__(self, name: str, source: str, prelude: str = ""):
+
+class CLoop:
+    """``void ember_kernel(int64_t *params)`` from ``source``, per float dtype. ``ops``:
+    the registry ops whose forward calls it, so that ``ember.jit`` can build it with a
+    graph's fused kernels (:func:`sources_for`) rather than at its first call, alone."""
+
+    def __init__(self, name: str, source: str, prelude: str = "", ops: tuple = ()):
         self.name, self.source, self.prelude = name, source, prelude
         self.built: dict = {}
         self.pid = os.getpid()
+        for op in ops:
+            _BY_OP.setdefault(op, []).append(self)
 
     def get(self, dtype):
         """(function, threads it may use) for ``dtype``, or None (the NumPy path)."""
@@ -33,20 +40,52 @@ class CLoop:
         if real is None or os.getpid() != self.pid:
             return None
         if real not in self.built:
-            from ..compiler.codegen import backend_name, build
-            try:
-                compiled = os.environ.get("EMBER_EAGER_KERNELS", "1") != "0" and \
-                    backend_name() == "c"
-            except EmberError:  # an unknown EMBER_JIT_BACKEND: the NumPy path
-                compiled = False
-            if not compiled:  # (not remembered: a later call may find the C backend on)
+            if not _enabled():  # (not remembered: a later call may find the C backend on)
                 return None
+            from ..compiler.codegen import build
             self.built[real] = None
-            source = f"#define REAL {real}\n{self.prelude}{self.source}"
-            function = build.load_c_function(f"{self.name}_{real}", source)
+            function = build.load_c_function(*self.named_source(real))
             if function is not None:  # (else the NumPy path)
                 self.built[real] = (function, build.max_threads())
         return self.built[real]
 
+    def available(self, dtype) -> bool:
+        """Whether :meth:`get` would give a function for ``dtype`` (without building it
+        where it is not built yet: a build that then fails takes the NumPy path)."""
+        real = _FLOATS.get(np.dtype(dtype))
+        if real is None or os.getpid() != self.pid:
+            return False
+        if real in self.built:
+            return self.built[real] is not None
+        from ..compiler.codegen import build
+        return _enabled() and build.find_compiler() is not None
 
-__all__ = ["CLoop", "address"]
+    def named_source(self, real: str) -> tuple:
+        """(cache name, C source) of the loop for C type ``real``."""
+        return f"{self.name}_{real}", f"#define REAL {real}\n{self.prelude}{self.source}"
+
+
+def _enabled() -> bool:
+    """Whether hand-written loops run at all: the C backend, eager kernels not off."""
+    from ..compiler.codegen import backend_name
+    try:
+        return os.environ.get("EMBER_EAGER_KERNELS", "1") != "0" and backend_name() == "c"
+    except EmberError:  # an unknown EMBER_JIT_BACKEND: the NumPy path
+        return False
+
+
+def sources_for(uses) -> list:
+    """``(name, source)`` of the loops not built yet that ops among ``uses`` (``(op
+    name, dtype)`` pairs) call, for ``ember.jit`` to compile with a graph's kernels."""
+    if not _enabled():
+        return []
+    found = {}
+    for op, dtype in uses:
+        real = _FLOATS.get(np.dtype(dtype))
+        for loop in _BY_OP.get(op, ()) if real is not None else ():
+            if real not in loop.built and os.getpid() == loop.pid:
+                found[(loop.name, real)] = loop.named_source(real)
+    return list(found.values())
+
+
+__all__ = ["CLoop", "address", "sources_for"]

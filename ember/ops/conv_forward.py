@@ -485,7 +485,8 @@ void ember_kernel(const int64_t *t, const char *x, const char *w, const char *bi
 }
 """
 
-FORWARD = CLoop("conv2d_forward", _FORWARD_SOURCE, COMMON + C_ARRAY_DATA)
+FORWARD = CLoop("conv2d_forward", _FORWARD_SOURCE, COMMON + C_ARRAY_DATA,
+                ops=("convolution", "conv2d_fused", "conv2d_fused_indexed"))
 IMPLICIT_TAPS = 64  # the fewest taps (C * KH * KW) an unpooled result takes implicitly
 
 

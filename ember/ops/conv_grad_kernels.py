@@ -163,7 +163,8 @@ void ember_kernel(int64_t *p)
 }
 """
 
-BACKWARD = CLoop("conv2d_backward", _BACKWARD, COMMON)
+BACKWARD = CLoop("conv2d_backward", _BACKWARD, COMMON,
+                 ops=("conv2d_backward_fused", "conv_weight_grad", "conv_transpose"))
 
 
 def conv2d_weight_grad(x, g, kernel_size, stride, padding, dilation):

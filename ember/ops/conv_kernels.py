@@ -193,7 +193,7 @@ void ember_kernel(const int64_t *p)
 }
 """
 
-LOOP = CLoop("col2im", _SOURCE)
+LOOP = CLoop("col2im", _SOURCE, ops=("conv_transpose", "col2im"))
 
 
 def col2im_2d(cols, buf, geo) -> bool:

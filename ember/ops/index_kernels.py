@@ -51,7 +51,7 @@ void ember_kernel(int64_t *p)
 # Smaller tables are added on one thread (starting the other costs more).
 MIN_PARALLEL = 1 << 18
 
-LOOP = CLoop("add_rows", _SOURCE)
+LOOP = CLoop("add_rows", _SOURCE, ops=("embedding_dense_backward",))
 
 
 def add_rows(out, idx, rows) -> bool:

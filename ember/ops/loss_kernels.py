@@ -74,7 +74,8 @@ void ember_kernel(const int64_t *p)
 # Fewer elements than this run on one thread (starting the other costs more).
 MIN_PARALLEL = 1 << 15
 
-LOOP = CLoop("ce_rows", _SOURCE, prelude="#include <math.h>\n#include <stdint.h>\n" + PRELUDE)
+LOOP = CLoop("ce_rows", _SOURCE, prelude="#include <math.h>\n#include <stdint.h>\n" + PRELUDE,
+             ops=("cross_entropy_loss",))
 
 
 def row_statistics(x, safe, with_sums: bool):

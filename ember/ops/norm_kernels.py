@@ -123,7 +123,7 @@ void ember_kernel(const int64_t *p)
 # Fewer elements than this run on one thread (starting the other costs more).
 MIN_PARALLEL = 1 << 15
 
-LOOP = CLoop("norm_backward", _SOURCE, prelude=lanes.SOURCE)
+LOOP = CLoop("norm_backward", _SOURCE, prelude=lanes.SOURCE, ops=("normalize_backward",))
 
 
 def applies(g, x, mean, rstd, *weight, axes, center, param_shape, need) -> bool:
@@ -132,7 +132,7 @@ def applies(g, x, mean, rstd, *weight, axes, center, param_shape, need) -> bool:
     shape, every input of one dtype, float32 or float64, whose kernel was built."""
     if not _fits(g, x, mean, rstd, *weight, axes=axes, param_shape=param_shape):
         return False
-    return LOOP.get(np.dtype(getattr(x.dtype, "np", x.dtype))) is not None  # (ember dtypes)
+    return LOOP.available(np.dtype(getattr(x.dtype, "np", x.dtype)))  # (ember dtypes)
 
 
 def _fits(g, x, mean, rstd, *weight, axes, param_shape) -> bool:

@@ -158,7 +158,8 @@ MIN_PARALLEL = 1 << 15
 # against 2.28)
 MIN_VALUES_ROW = 16
 
-LOOP = CLoop("max_pool2d", _SOURCE, prelude="#include <math.h>\n")
+LOOP = CLoop("max_pool2d", _SOURCE, prelude="#include <math.h>\n",
+             ops=("max_pool", "max_pool_backward"))
 
 
 def _usable(*arrays):

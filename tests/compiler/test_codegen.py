@@ -506,3 +506,32 @@ def test_an_unknown_backend_is_a_clear_error(monkeypatch):
     monkeypatch.setenv("EMBER_JIT_BACKEND", "fortran")
     with pytest.raises(ember.EmberError, match="'fortran' is not a backend.*'c'.*'numpy'"):
         backend_name()
+
+
+def test_hand_written_loops_build_with_a_graphs_kernels(use_c):
+    """A graph's ops name the C loops they call (CLoop's ``ops``): the loops not built
+    yet compile in the same batch as the graph's fused kernels, so their first call
+    loads them from the cache instead of compiling them alone."""
+    from ember.ops import c_loops
+    loop = c_loops.CLoop("test_loop", "#include <stdint.h>\n"
+                         "void ember_kernel(int64_t *p) { p[0] = sizeof(REAL); }",
+                         ops=("test_loop_op",))
+    wanted = c_loops.sources_for([("test_loop_op", np.float64), ("add", np.float64),
+                                  ("test_loop_op", np.int32)])
+    assert wanted == [loop.named_source("double")] and not loop.built
+    assert loop.available(np.float64) and not loop.available(np.int32)
+    x = RNG.standard_normal((4, 5))
+    # (a program no other test compiles into this cache: the kernel is compiled here)
+    kernel = make_kernel([x, x], [("add", [0, 1], {}), ("abs", [2], {}), ("exp", [3], {}),
+                                  ("neg", [4], {})])
+    c.CRenderer().prepare([kernel], extra=wanted)
+    assert kernel.backend == "c-pending"
+    before = build.STATS["compiled"]
+    np.testing.assert_allclose(kernel.forward(np, x, x)[-1], -np.exp(np.abs(x + x)))
+    assert build.STATS["compiled"] >= before + 2   # the kernel and the loop, together
+    compiled = build.STATS["compiled"]
+    function, _ = loop.get(np.float64)              # from the cache: nothing compiles
+    assert build.STATS["compiled"] == compiled
+    p = np.zeros(1, np.int64)
+    function(p.ctypes.data)
+    assert p[0] == 8

@@ -78,11 +78,14 @@ def backend_name() -> str:
                      "another device's backend names its own renderer)")
 
 
-def prepare_kernels(ops, compile_now: bool = False, renderer: str | None = None) -> None:
+def prepare_kernels(ops, compile_now: bool = False, renderer: str | None = None,
+                    extra=()) -> None:
     """Lower every fused kernel among ``ops`` not yet bound, all at once (so the C
     compiler runs once per missing kernel, several in parallel); with ``compile_now``
     the code is built before this returns rather than at the first kernel's call.
-    ``renderer``: the renderer's name (default: :func:`backend_name`)."""
+    ``renderer``: the renderer's name (default: :func:`backend_name`). ``extra``: more
+    ``(name, source)`` C functions for the kernel cache (the hand-written loops the
+    graph's ops call), built with the C renderer's kernels where it compiles some."""
     from ..fused import FusedKernel
     kernels = [op for op in ops if isinstance(op, FusedKernel) and op.backend is None]
     if not kernels:
@@ -95,7 +98,10 @@ def prepare_kernels(ops, compile_now: bool = False, renderer: str | None = None)
         for k in kernels:
             k.bind(k.evaluate, "numpy")
         return
-    RENDERERS[name]().prepare(kernels, compile_now)
+    if name == "c":
+        RENDERERS[name]().prepare(kernels, compile_now, extra)
+    else:
+        RENDERERS[name]().prepare(kernels, compile_now)
 
 
 __all__ = ["RENDERERS", "register_renderer", "backend_name", "renderer_for",

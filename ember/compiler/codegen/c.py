@@ -60,7 +60,7 @@ class CRenderer:
     def render(self, kernel: FusedKernel) -> str:
         return render(kernel, build.array_data_offset())
 
-    def prepare(self, kernels, compile_now: bool = False) -> None:
+    def prepare(self, kernels, compile_now: bool = False, extra=()) -> None:
         """Bind each kernel to its compiled function when the cache has it; the others
         are compiled together when the first of them is called (with ``compile_now``:
         here). A kernel never runs any other code first, so its values are the same at
@@ -75,7 +75,7 @@ class CRenderer:
             else:
                 kernel.bind(_runner(kernel, function, offset is not None), "c")
         if pending:
-            batch = _PendingBatch(pending, offset)
+            batch = _PendingBatch(pending, offset, list(extra))
             for kernel, _ in pending:
                 kernel.bind(batch.runner(kernel), "c-pending")
             if compile_now:
@@ -450,9 +450,10 @@ class _PendingBatch:
     of them compiles them all, in parallel (a graph that is traced but never run never
     pays for the compiler)."""
 
-    def __init__(self, pending, offset):
+    def __init__(self, pending, offset, extra=()):
         self.pending = pending
         self.offset = offset
+        self.extra = extra  # more (name, source) to build with them (see prepare_kernels)
         self.error = None  # a failed compile fails every later call the same way
 
     def runner(self, kernel: FusedKernel):
@@ -464,6 +465,12 @@ class _PendingBatch:
     def compile(self) -> None:
         if self.error is not None:
             raise self.error
+        if self.extra:  # (their own callers load them from the cache; one that fails
+            try:        # to build takes its NumPy path there, and fails no kernel here)
+                build.load_kernels([source for _, source in self.pending] + self.extra)
+            except EmberError:
+                pass
+            self.extra = []
         try:
             functions = build.load_kernels([source for _, source in self.pending])
         except EmberError as exc:
