@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backends import cpu_blas
-from .nn_misc import _linear_forward
+from .linear import _linear_forward
 from .registry import register
 
 

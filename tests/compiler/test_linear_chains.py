@@ -14,7 +14,7 @@ from ember.compiler.ir import Graph
 from ember.compiler.passes.epilogues import fuse_epilogues
 from ember.compiler.passes.linear_chains import fuse_linear_chains
 from ember.ops.linear_chain import _forward as chain_forward
-from ember.ops.nn_misc import _linear_forward
+from ember.ops.linear import _linear_forward
 from tests.compiler.test_passes import arg, emit, jit_training_ops, ops_of, run
 
 SIZES = (5, 7, 6, 3)  # in, hidden, hidden, out
