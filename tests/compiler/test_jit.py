@@ -296,6 +296,24 @@ def test_compiled_module_retraces_on_eval():
     assert compiled(x).tolist() == [1.0] * 64 and len(compiled.retraces) == 2
 
 
+def test_a_submodules_flag_or_a_new_submodule_retraces():
+    # (the signature re-reads the modules only when some module changed: nn.module's
+    # STATE_EPOCH; setting one flag by hand, or replacing a layer, must move it)
+    model = ember.nn.Sequential(ember.nn.Linear(4, 4), ember.nn.Dropout(0.5))
+    compiled = ember.jit(model)
+    x = ember.ones(2, 4)
+    compiled(x)
+    compiled(x)
+    model[1].training = False
+    _close(compiled(x), model(x))
+    assert len(compiled.retraces) == 2 and "training/eval" in compiled.retraces[1]
+    model[0] = ember.nn.Linear(4, 4)
+    _close(compiled(x), model(x))
+    assert len(compiled.retraces) == 3
+    compiled(x)
+    assert len(compiled.retraces) == 3
+
+
 def test_the_same_tensor_twice_is_part_of_the_signature():
     g = ember.jit(lambda x, y: x - y)
     a, b = ember.ones(3), ember.zeros(3)
