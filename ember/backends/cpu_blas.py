@@ -503,15 +503,20 @@ def linear_chain(x, arrays, layers):
     ``(N,)`` (a tuple), ``layers`` ``(has_bias, relu)`` per layer. The intermediate
     results go to the calling thread's scratch array. None where this does not apply (then
     the layers run one by one)."""
-    if x.__class__ is not np.ndarray or x.ndim != 2 or not x.flags.c_contiguous or \
-            arrays.__class__ is not tuple or \
-            any(a.__class__ is not np.ndarray or not a.flags.c_contiguous for a in arrays):
+    if arrays.__class__ is not tuple or not _contiguous(x, arrays) or x.ndim != 2:
         return None
     key = (x.shape, x.dtype, tuple((a.shape, a.dtype) for a in arrays), layers)
     plan = _CHAINS.get(key, x, arrays, layers)
     if plan is False or os.getpid() != _pid:
         return None
     return _run_chain(plan, x, arrays)
+
+
+def _contiguous(x, arrays) -> bool:
+    """Whether ``x`` and every array of ``arrays`` are C-contiguous NumPy arrays (what a
+    chain's plan reads)."""
+    return x.__class__ is np.ndarray and x.flags.c_contiguous and \
+        all(a.__class__ is np.ndarray and a.flags.c_contiguous for a in arrays)
 
 
 def _run_chain(plan, x, arrays):
@@ -531,11 +536,10 @@ def specialized_chain(x_aval, array_avals, layers):
     plan = _chain_plan(stand_in[0], tuple(stand_in[1:]), layers)
     if plan is False:
         return None
-    pid, ndarray = _pid, np.ndarray
+    pid = _pid
 
     def run(x, arrays):
-        if x.__class__ is not ndarray or not x.flags.c_contiguous or os.getpid() != pid or \
-                any(a.__class__ is not ndarray or not a.flags.c_contiguous for a in arrays):
+        if os.getpid() != pid or not _contiguous(x, arrays):
             return None
         return _run_chain(plan, x, arrays)
     return run

@@ -55,7 +55,7 @@ class _Recorder:
     def render(self, kernel):
         return cuda.render_module([kernel])
 
-    def prepare(self, kernels, compile_now=False):
+    def prepare(self, kernels, compile_now=False, extra=()):
         for k in kernels:
             self.kernels.append(k)
             k.bind(k.evaluate, "numpy")

@@ -2,7 +2,9 @@
 
 A renderer turns :class:`~ember.compiler.fused.FusedKernel` objects into code for one
 backend and binds each kernel to it: ``renderer.render(kernel) -> source`` and
-``renderer.prepare(kernels)`` (build what is missing, then ``kernel.bind(run, name)``).
+``renderer.prepare(kernels, compile_now, extra)`` (build what is missing, then
+``kernel.bind(run, name)``; ``extra``: more C sources to build with them, which only the
+C renderer uses).
 ``"c"`` (``c.py``: C compiled by the system compiler) and ``"cuda"`` (``cuda.py``: CUDA C
 compiled by NVRTC through CuPy) share the scalar rules of ``scalar.py``. ``"numpy"`` is
 always there: the kernel runs its steps' NumPy forwards (with any array module).
@@ -98,10 +100,7 @@ def prepare_kernels(ops, compile_now: bool = False, renderer: str | None = None,
         for k in kernels:
             k.bind(k.evaluate, "numpy")
         return
-    if name == "c":
-        RENDERERS[name]().prepare(kernels, compile_now, extra)
-    else:
-        RENDERERS[name]().prepare(kernels, compile_now)
+    RENDERERS[name]().prepare(kernels, compile_now, extra)
 
 
 __all__ = ["RENDERERS", "register_renderer", "backend_name", "renderer_for",

@@ -131,9 +131,10 @@ class CUDARenderer:
         """A module holding ``kernel``'s function alone (compilable as it is)."""
         return render_module([kernel])
 
-    def prepare(self, kernels, compile_now: bool = False) -> None:
+    def prepare(self, kernels, compile_now: bool = False, extra=()) -> None:
         """Bind every kernel to its function in one module (compiled at the first
-        call of any of them, or here with ``compile_now``)."""
+        call of any of them, or here with ``compile_now``). ``extra`` (the CPU's
+        hand-written loops) does not apply on the GPU."""
         from .cuda_launch import prepare
         prepare(kernels, compile_now)
 
