@@ -331,7 +331,7 @@ class CompiledFunction:
 
     def _trace_and_run(self, args, kwargs, leaves, key, reason):
         start = time.perf_counter()
-        trace = Trace(_device_hint(leaves, self._modules))
+        trace = Trace(_device_hint(leaves, self._modules), rewrites=self.optimize)
         try:
             with trace:
                 for i, t in enumerate(leaves):

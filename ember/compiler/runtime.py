@@ -16,6 +16,7 @@ import numpy as np
 from ..backends import CPU
 from ..errors import EmberError
 from ..ops import c_loops
+from ..ops.shape import _cat_forward
 from ..tensor import Tensor
 from . import codegen
 from .ir import Graph
@@ -34,9 +35,34 @@ def _reshape_forward(xp, a, shape):
     return a.reshape(shape)
 
 
+def _join_forward(xp, *arrays, dim):
+    """``cat``: where the arrays are already side by side along ``dim`` in one buffer
+    (the q, k and v gradients of attention's fused backward), a view of that buffer;
+    else a copy. (Inside a graph nothing writes into an op's result, so sharing its
+    memory is safe; eagerly it is not: ``cat`` itself always copies.)"""
+    first = arrays[0]
+    if xp is np and len(arrays) > 1 and first.__class__ is np.ndarray and \
+            first.base is not None and 0 <= dim < first.ndim:
+        strides, step = first.strides, first.strides[dim]
+        at = first.__array_interface__["data"][0] + first.shape[dim] * step
+        for a in arrays[1:]:
+            if a.__class__ is not np.ndarray or a.base is not first.base or \
+                    a.strides != strides or a.dtype != first.dtype or \
+                    a.shape[:dim] + a.shape[dim + 1:] != first.shape[:dim] + first.shape[dim + 1:] \
+                    or a.__array_interface__["data"][0] != at:
+                break
+            at += a.shape[dim] * step
+        else:
+            shape = list(first.shape)
+            shape[dim] = sum(a.shape[dim] for a in arrays)
+            return np.lib.stride_tricks.as_strided(first, tuple(shape), strides)
+    return _cat_forward(xp, *arrays, dim=dim)
+
+
 # Ops whose eager forward depends on a memory layout the graph does not fix: in the graph
-# a value has no strides, so "view" is any reshape (a copy where the strides need one).
-LAYOUT_FREE = {"view": _reshape_forward}
+# a value has no strides, so "view" is any reshape (a copy where the strides need one),
+# and "cat" of pieces already side by side in one buffer is a view of it.
+LAYOUT_FREE = {"view": _reshape_forward, "cat": _join_forward}
 
 
 def _loop_uses(graph: Graph) -> list:
@@ -108,12 +134,19 @@ class NumpyExecutor:
         """Instructions whose op has a ``specialize`` rule call the forward it gives for
         their inputs' shapes and dtypes (its params bound): work that depends only on
         those is done here, once, not at every call. Not where the run writes the
-        result into a tensor's array (the ``out`` of an in-place update)."""
+        result into a tensor's array (the ``out`` of an in-place update), nor, for a
+        forward that lays its results out its own way (``changes_layout``), where one
+        leaves the graph (an output, a gradient, an update: its user expects the op's
+        own layout)."""
+        leaving = {v.id for v in graph.live_roots()}
         for i, (forward, ins, outs, params, frees, instr, writes) in enumerate(self.program):
             rule = getattr(instr.op, "specialize", None)  # (fused kernels have none)
             if rule is None or writes is not None or instr.op.name in LAYOUT_FREE:
                 continue
             run = rule([(v.shape, v.dtype.np) for v in instr.inputs], **params)
+            if run is not None and getattr(run, "changes_layout", False) and \
+                    any(v.id in leaving for v in instr.outputs):
+                run = None
             if run is not None:
                 self.program[i] = (run, ins, outs, {}, frees, instr, writes)
 

@@ -173,13 +173,19 @@ class Trace:
     devices of the lifted tensors other than 0-d CPU ones (one, for a graph that can
     run)."""
 
-    def __init__(self, device=None):
+    def __init__(self, device=None, rewrites: bool = False):
         self.device = device
         self.devices: set = set()
         self.graph = Graph()
         self.lifted: dict[int, _Lifted] = {}
         self.by_shape: dict[tuple, list] = {}  # lifted tensors by shape (grad owners)
         self.made = weakref.WeakSet()      # traced tensors made by ops
+        self.tensors = weakref.WeakValueDictionary()  # value id -> the tensor holding it
+        # op name -> a rewrite (ember.compiler.rewrites), while none is running
+        self.rewrites = None
+        if rewrites:
+            from .rewrites import REWRITES
+            self.rewrites = REWRITES
         self.scalars: dict = {}            # key -> scalar Input
         self.host_calls: list = []         # (callable, runs before the graph?)
         self.guards: list = []             # (getter, value when traced, label)
@@ -212,6 +218,32 @@ class Trace:
         """Make a positional tensor argument a graph input (fed from the call)."""
         if id(tensor) not in self.lifted:
             self._lift(tensor, "arg", position, label)
+
+    def traced_value(self, t) -> Value | None:
+        """The value a tensor made while tracing stands for (None for other tensors)."""
+        data = t._data
+        return data.value if data.__class__ is TracerArray and data.trace is self else None
+
+    def tensor_of(self, value: Value):
+        """The tensor (still alive) that holds ``value``, or None."""
+        return self.tensors.get(value.id)
+
+    def note(self, t) -> None:
+        """``t`` was made by an op while tracing."""
+        self.made.add(t)
+        self.tensors[t._data.value.id] = t
+
+    def rewrite(self, op, inputs, params):
+        """What a rewrite (:mod:`ember.compiler.rewrites`) records instead of ``op``, or
+        None (then ``op`` is recorded as it is)."""
+        rule = self.rewrites.get(op.name)
+        if rule is None:
+            return None
+        saved, self.rewrites = self.rewrites, None  # (not while one runs)
+        try:
+            return rule(self, op, inputs, params)
+        finally:
+            self.rewrites = saved
 
     def value_of(self, t) -> Value:
         data = t._data
@@ -247,6 +279,7 @@ class Trace:
             self.devices.add(t._device)
         self.by_shape.setdefault(data.shape, []).append(rec)
         t._data = TracerArray(value, self)
+        self.tensors[value.id] = t
         t._node = None  # inside the graph a lifted tensor is where gradients stop
         return value
 

@@ -16,7 +16,7 @@ from .. import dtypes as dt
 from ..autograd import grad_mode
 from ..errors import EmberError, EmberTypeError, ShapeError
 from ..tensor import Tensor
-from . import elementwise as ew
+from . import attention_kernels, elementwise as ew
 from ._xp import gemm, native_half_matmul
 from .activation import _upcast  # half precision computes in float32
 from .activation_kernels import _is_half
@@ -43,25 +43,44 @@ def _product(xp, a, b):
 
 
 # The fused primitive ------------------------------------------------------------------
-def _attention_forward(xp, q, k, v, *extra, scale, has_mask, has_dropout):
-    """(output, attention weights)."""
+def _attention_forward(xp, q, k, v, *extra, scale, has_mask, has_dropout,
+                       plain_softmax=False, heads_inside=False):
+    """(output, attention weights). ``plain_softmax``: the softmax exactly as
+    ``F.softmax`` computes it, a row whose every score is -inf giving NaN, not zeros
+    (``ember.jit`` fuses such explicit attention into this op). ``heads_inside``: see
+    :func:`_specialize`."""
+    if xp is np and not has_dropout:
+        mask = extra[0] if has_mask else None
+        batch = np.broadcast_shapes(*(a.shape[:-2] for a in (q, k, v) + extra))
+        found = attention_kernels.forward(q, k, v, mask, scale, batch, plain_softmax,
+                                          heads_inside)
+        if found is not None:
+            return found
     scores = _product(xp, q, _swap(k))
     scores *= scale
     if has_mask:
         scores = scores + _upcast(extra[0])
     shift = xp.max(scores, axis=-1, keepdims=True)
-    shift = xp.where(xp.isfinite(shift), shift, 0)  # fully masked rows
+    if not plain_softmax:
+        shift = xp.where(xp.isfinite(shift), shift, 0)  # fully masked rows
     weights = xp.exp(scores - shift)
     total = xp.sum(weights, axis=-1, keepdims=True)
-    weights /= xp.where(total == 0, 1, total)
+    weights /= total if plain_softmax else xp.where(total == 0, 1, total)
     used = weights * _upcast(extra[-1]) if has_dropout else weights
     out = _product(xp, used, v)
     return out.astype(q.dtype, copy=False), weights.astype(q.dtype, copy=False)
 
 
 def _attention_backward_forward(xp, g, q, k, v, weights, *extra, scale, has_dropout,
-                                has_gp, need):
-    """Gradients (q, k, v, scores) of the attention; those not needed are 0-d zeros."""
+                                has_gp, need, heads_inside=False):
+    """Gradients (q, k, v, scores) of the attention; those not needed are 0-d zeros.
+    ``heads_inside``: see :func:`_specialize`."""
+    if xp is np and not has_dropout and not has_gp and not need[3]:
+        found = attention_kernels.backward(g, q, k, v, weights, scale, need[:3],
+                                           heads_inside)
+        if found is not None:
+            zero = np.zeros((), dtype=q.dtype)
+            return tuple(zero if a is None else a for a in found) + (zero,)
     p = _upcast(weights)
     keep = _upcast(extra[0]) if has_dropout else None
     zero = xp.zeros((), dtype=q.dtype)
@@ -114,7 +133,7 @@ def _attention_vjp(n, grads):
     return tuple(out)
 
 
-def _attention_infer(q, k, v, *extra, scale, has_mask, has_dropout):
+def _attention_infer(q, k, v, *extra, scale, has_mask, has_dropout, plain_softmax=False):
     shapes = [tuple(q.shape[:-2]), tuple(k.shape[:-2]), tuple(v.shape[:-2])]
     shapes += [tuple(t.shape[:-2]) for t in extra]
     batch = tuple(np.broadcast_shapes(*shapes))
@@ -123,11 +142,29 @@ def _attention_infer(q, k, v, *extra, scale, has_mask, has_dropout):
             AbstractValue(batch + (length, keys), q.dtype))
 
 
+def _specialize(forward):
+    """For ``ember.jit``'s executor: ``forward`` with the results laid out with the heads
+    inside the rows (``ember.ops.attention_kernels``), as the usual merge of heads
+    (``y.transpose(1, 2).reshape(b, t, d)``) and the concatenated q, k and v gradients
+    of a fused projection read them, without a copy. Only where no result leaves the
+    graph (``changes_layout``): a user's ``.view`` of one expects PyTorch's layout."""
+    def rule(avals, **params):
+        if params.get("has_dropout"):
+            return None
+
+        def run(xp, *arrays):
+            return forward(xp, *arrays, **params, heads_inside=True)
+        run.changes_layout = True
+        return run
+    return rule
+
+
 _ATTENTION = register("scaled_dot_product_attention", _attention_forward, _attention_vjp,
                       n_outputs=2, saves_outputs=True, broadcasting=True,
-                      infer=_attention_infer)
+                      infer=_attention_infer, specialize=_specialize(_attention_forward))
 _ATTENTION_BACKWARD = register("scaled_dot_product_attention_backward",
-                               _attention_backward_forward, n_outputs=4)
+                               _attention_backward_forward, n_outputs=4,
+                               specialize=_specialize(_attention_backward_forward))
 
 
 # The public function ------------------------------------------------------------------

@@ -142,6 +142,10 @@ def apply(op: Op, *inputs, **params):
             t._refresh_view_node()  # its base changed in place since it was made
     trace = _trace
     if trace is not None:
+        if trace.rewrites is not None and op.name in trace.rewrites:
+            res = trace.rewrite(op, inputs, params)
+            if res is not None:
+                return res
         out = _traced_forward(trace, op, inputs, params)
     else:
         backend = device.backend
@@ -174,12 +178,12 @@ def apply(op: Op, *inputs, **params):
         if record and res._dtype.is_floating_point:
             _record(op, inputs, params, (res,), out if op.saves_outputs else None)
         if trace is not None:
-            trace.made.add(res)
+            trace.note(res)
         return res
     results = tuple(Tensor._make(o, device) for o in out)
     if trace is not None:
         for r in results:
-            trace.made.add(r)
+            trace.note(r)
     if record:
         outs = tuple(r for r in results if r._dtype.is_floating_point)
         if outs:
