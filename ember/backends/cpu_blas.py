@@ -331,6 +331,21 @@ def _driver():
     return _state["driver"]
 
 
+def unbuilt_sources() -> list:
+    """``(name, source)`` of the driver and the default dtype's GEMM where products will
+    go through them and this process has not built them yet, so that ``ember.jit`` can
+    compile them in one parallel batch with a graph's kernels (a cold first step then
+    waits for one batch, not for the driver and then the batch)."""
+    from ..dtypes import get_default_dtype
+    if "driver" in _state or not wanted():
+        return []
+    dtype = get_default_dtype().np
+    found = [("blas_driver", _SOURCE)]
+    if dtype in (_F32, _F64) and not cpu_gemm.built(dtype):
+        found.append(cpu_gemm.named_source(dtype))
+    return found
+
+
 def entry_points():
     """(sgemm address, dgemm address, 64-bit ints) of OpenBLAS, set to one thread, for C
     loops that call a GEMM per block from ember's threads; None where the driver is off

@@ -409,13 +409,24 @@ def _entry_points(dtype):
     if real not in _entries:
         from ..compiler.codegen import build
         _entries[real] = None
-        source = _PRELUDE + TRANSPOSE8 + _TEMPLATE + _ENTRY
-        entry = build.load_c_function(f"gemm_{real}", source.replace("REAL", real))
+        entry = build.load_c_function(*named_source(dtype))
         if entry is not None:
             out = np.zeros(4, np.int64)
             entry(out.ctypes.data)
             _entries[real] = tuple(int(v) for v in out)
     return _entries[real]
+
+
+def named_source(dtype) -> tuple:
+    """(cache name, C source) of the GEMM library for ``dtype`` (float32 or float64)."""
+    real = _FLOATS[np.dtype(dtype)]
+    source = _PRELUDE + TRANSPOSE8 + _TEMPLATE + _ENTRY
+    return f"gemm_{real}", source.replace("REAL", real)
+
+
+def built(dtype) -> bool:
+    """Whether this process has asked for the GEMM of ``dtype`` already."""
+    return _FLOATS.get(np.dtype(dtype)) in _entries
 
 
 def address(dtype) -> int:

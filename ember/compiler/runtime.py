@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..backends import CPU
+from ..backends import CPU, cpu_blas
 from ..errors import EmberError
 from ..ops import c_loops
 from ..ops.shape import _cat_forward
@@ -109,9 +109,19 @@ class NumpyExecutor:
             program.append((forward, ins_slots, outs[0] if len(outs) == 1 else outs,
                             ins.params, frees, ins, None))
         self.program = program
-        extra = c_loops.sources_for(_loop_uses(graph)) if self.device is CPU else ()
-        codegen.prepare_kernels([ins.op for ins in graph.instrs], compile_now,
-                                codegen.renderer_for(self.device), extra)
+        extra, renderer = [], codegen.renderer_for(self.device)
+        if self.device is CPU and renderer == "c":
+            extra = c_loops.sources_for(_loop_uses(graph))
+            # the specialized calls below build the BLAS driver and the GEMM: where they
+            # are not built yet, build them now, in one parallel batch with the graph's
+            # kernels (a cold first call then waits for one batch, not two)
+            driver = cpu_blas.unbuilt_sources() if any(
+                getattr(ins.op, "specialize", None) for ins in graph.instrs) else []
+            if driver:
+                extra += driver
+                compile_now = True
+        codegen.prepare_kernels([ins.op for ins in graph.instrs], compile_now, renderer,
+                                extra)
         self.output_slots = [slot(v) for v in graph.outputs]
         self.update_slots = [None if u.value is None else slot(u.value) for u in graph.updates]
         position = {inp.value.id: j for j, inp in enumerate(graph.inputs)}

@@ -162,8 +162,19 @@ def _specialize(forward):
 _ATTENTION = register("scaled_dot_product_attention", _attention_forward, _attention_vjp,
                       n_outputs=2, saves_outputs=True, broadcasting=True,
                       infer=_attention_infer, specialize=_specialize(_attention_forward))
+def _attention_backward_infer(g, q, k, v, weights, *extra, scale, has_dropout, has_gp,
+                              need):
+    batch = tuple(weights.shape[:-2])
+    length, keys = weights.shape[-2:]
+    shapes = (batch + (length, q.shape[-1]), batch + (keys, k.shape[-1]),
+              batch + (keys, v.shape[-1]), batch + (length, keys))
+    return tuple(AbstractValue(shape if wanted else (), q.dtype)
+                 for shape, wanted in zip(shapes, need))
+
+
 _ATTENTION_BACKWARD = register("scaled_dot_product_attention_backward",
                                _attention_backward_forward, n_outputs=4,
+                               infer=_attention_backward_infer,
                                specialize=_specialize(_attention_backward_forward))
 
 

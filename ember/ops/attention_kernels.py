@@ -54,7 +54,7 @@ static inline double att_scale(const int64_t *bits)
 }
 """
 
-_FORWARD = _COMMON + r"""
+_SOURCE = _COMMON + r"""
 /* row[0:n] = softmax(row * scale + mask[j * ms]) (no mask where mask is 0), as the NumPy
    path computes it: the row's largest finite entry subtracted (0 where there is none),
    times the reciprocal of the sum (a row with every entry -inf gives zeros); or, where
@@ -92,7 +92,7 @@ static void softmax_row(REAL *restrict row, int64_t n, REAL scale, const REAL *m
         offsets (items x 6: q, k, v, mask, out, weights; elements), plain softmax];
    weights are (items, L, S), rows S apart; p[0] is set to 1 where a GEMM found no
    memory for its buffers */
-void ember_kernel(int64_t *p)
+static void forward(int64_t *p)
 {
     const int threads = (int)p[0];
     const int64_t items = p[1], L = p[2], S = p[3], E = p[4], Ev = p[5];
@@ -117,15 +117,13 @@ void ember_kernel(int64_t *p)
     }
     p[0] = failed;
 }
-"""
 
-_BACKWARD = _COMMON + r"""
 /* p = [threads, items, L, S, E, Ev, gemm, scale (a double's bits), which gradients
         (bits: 1 q, 2 k, 4 v), row strides of g, q, k, v, gq, gk, gv (elements), g, q, k,
         v, weights, gq|0, gk|0, gv|0, offsets (items x 8: g, q, k, v, weights, gq, gk, gv;
         elements)]; weights are (items, L, S), rows S apart; p[0] is set to 1 where
         memory ran out */
-void ember_kernel(int64_t *p)
+static void backward(int64_t *p)
 {
     const int threads = (int)p[0];
     const int64_t items = p[1], L = p[2], S = p[3], E = p[4], Ev = p[5];
@@ -177,13 +175,20 @@ void ember_kernel(int64_t *p)
     }
     p[0] = failed;
 }
+
+/* p[0]: 0 the forward, 1 the backward, whose params follow */
+void ember_kernel(int64_t *p)
+{
+    if (p[0])
+        backward(p + 1);
+    else
+        forward(p + 1);
+}
 """
 
 _PRELUDE = "#include <math.h>\n#include <stdint.h>\n" + scalar.PRELUDE + lanes.SOURCE
-FORWARD = CLoop("attention_forward", _FORWARD, prelude=_PRELUDE,
-                ops=("scaled_dot_product_attention",))
-BACKWARD = CLoop("attention_backward", _BACKWARD, prelude=_PRELUDE,
-                 ops=("scaled_dot_product_attention_backward",))
+LOOP = CLoop("attention", _SOURCE, prelude=_PRELUDE,
+             ops=("scaled_dot_product_attention", "scaled_dot_product_attention_backward"))
 
 # Fewer multiply-adds than this (all heads together) run on one thread.
 MIN_PARALLEL = 1 << 16
@@ -268,7 +273,7 @@ def forward(q, k, v, mask, scale: float, batch: tuple, plain_softmax: bool = Fal
     where a value's layout is free)."""
     dtype = q.dtype
     arrays = [q, k, v] + ([] if mask is None else [mask])
-    found = FORWARD.get(dtype) if _usable(arrays, dtype) else None
+    found = LOOP.get(dtype) if _usable(arrays, dtype) else None
     gemm = cpu_gemm.address(dtype) if found else 0
     if not gemm:
         return None
@@ -289,14 +294,14 @@ def forward(q, k, v, mask, scale: float, batch: tuple, plain_softmax: bool = Fal
     items = table.shape[0]
     if items * L * S * (E + Ev) < MIN_PARALLEL:
         threads = 1
-    params = np.array([threads, items, L, S, E, Ev, gemm, _scale_bits(scale), mask_cols,
+    params = np.array([0, threads, items, L, S, E, Ev, gemm, _scale_bits(scale), mask_cols,
                        _row_stride(q), _row_stride(k), _row_stride(v),
                        0 if mask is None else _row_stride(mask), _row_stride(out),
                        address(q), address(k), address(v),
                        0 if mask is None else address(mask), address(out), address(weights),
                        address(table), int(plain_softmax)], dtype=np.int64)
     kernel(params.ctypes.data)
-    return None if params[0] else (out, weights)
+    return None if params[1] else (out, weights)
 
 
 def backward(g, q, k, v, weights, scale: float, need: tuple, heads_inside: bool = False):
@@ -309,7 +314,7 @@ def backward(g, q, k, v, weights, scale: float, need: tuple, heads_inside: bool 
     batch = weights.shape[:-2]
     if not weights.flags.c_contiguous or tuple(g.shape[:-2]) != batch or weights.size == 0:
         return None
-    found = BACKWARD.get(dtype) if _usable([g, q, k, v, weights], dtype) else None
+    found = LOOP.get(dtype) if _usable([g, q, k, v, weights], dtype) else None
     gemm = cpu_gemm.address(dtype) if found else 0
     if not gemm:
         return None
@@ -327,7 +332,7 @@ def backward(g, q, k, v, weights, scale: float, need: tuple, heads_inside: bool 
     if items * L * S * (2 * E + 2 * Ev) < MIN_PARALLEL:
         threads = 1
     bits = sum(1 << i for i, n in enumerate(need) if n)
-    params = np.array([threads, items, L, S, E, Ev, gemm, _scale_bits(scale), bits,
+    params = np.array([1, threads, items, L, S, E, Ev, gemm, _scale_bits(scale), bits,
                        _row_stride(g), _row_stride(q), _row_stride(k), _row_stride(v),
                        *[0 if gr is None else _row_stride(gr) for gr in grads],
                        address(g), address(q), address(k), address(v),
@@ -335,7 +340,7 @@ def backward(g, q, k, v, weights, scale: float, need: tuple, heads_inside: bool 
                       [0 if gr is None else address(gr) for gr in grads] + [address(table)],
                       dtype=np.int64)
     kernel(params.ctypes.data)
-    return None if params[0] else tuple(grads)
+    return None if params[1] else tuple(grads)
 
 
 __all__ = ["forward", "backward", "MIN_PARALLEL"]

@@ -441,6 +441,50 @@ def test_a_second_process_reuses_the_compiled_kernel(tmp_path):
     assert len(names) == 2 and names[0].endswith(".c") and names[1].endswith(".so")
 
 
+BATCH_SCRIPT = textwrap.dedent("""
+    import json
+    import ember
+    from ember.compiler.codegen import build
+    batches = []
+    original = build._compile_all
+    def record(jobs, *args):
+        batches.append(sorted(name for _, name, _ in jobs))
+        return original(jobs, *args)
+    build._compile_all = record
+    model = ember.nn.Sequential(ember.nn.Linear(8, 16), ember.nn.ReLU(), ember.nn.Linear(16, 4))
+    opt = ember.optim.SGD(model.parameters(), lr=0.1)
+    x, y = ember.randn(32, 8), ember.randint(0, 4, (32,))
+    def step():
+        opt.zero_grad()
+        loss = ember.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+    ember.jit(step)()
+    print(json.dumps(batches))
+""")
+
+
+def test_a_cold_first_call_builds_the_blas_driver_with_the_graphs_kernels(tmp_path):
+    """The BLAS driver and the GEMM the specialized calls use compile in the same
+    parallel batch as the graph's fused kernels, not on their own first."""
+    if build.find_compiler() is None:
+        pytest.skip("no C compiler")
+    env = {k: v for k, v in os.environ.items() if k not in ("EMBER_JIT_BACKEND", "CC")}
+    env.update(EMBER_CACHE_DIR=str(tmp_path), PYTHONPATH=ROOT)
+    proc = subprocess.run([sys.executable, "-c", BATCH_SCRIPT], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    batches = json.loads(proc.stdout.strip().splitlines()[-1])
+    from ember.backends import cpu_blas
+    if not cpu_blas.wanted():
+        pytest.skip("products do not go through the BLAS driver here")
+    first = batches[0]
+    assert "blas_driver" in first and "gemm_float" in first
+    assert any(name.startswith("fused_") for name in first)
+    assert not any("blas_driver" in b for b in batches[1:])
+
+
 def test_a_failing_compiler_gives_its_message_and_the_kernel_file(monkeypatch, tmp_path):
     fake = tmp_path / "fake-cc"
     fake.write_text("#!/bin/sh\necho 'fake-cc: internal error: out of ideals' >&2\nexit 3\n")

@@ -254,7 +254,7 @@ def _compile_all(jobs, compiler, directory) -> None:
     running = []
     failures = []
     limit = max(1, os.cpu_count() or 1)
-    pending = list(jobs)
+    pending = sorted(jobs, key=lambda job: -len(job[2]))  # (the longest first, roughly)
     while pending or running:
         while pending and len(running) < limit:
             key, name, source = pending.pop(0)
