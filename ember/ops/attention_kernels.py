@@ -46,6 +46,8 @@ static inline REAL att_exp(REAL x)
     return sizeof(REAL) == 4 ? (REAL)ember_expf((float)x) : (REAL)exp((double)x);
 }
 
+#define ATT_VBYTES EMBER_VBYTES  /* (lanes.py's vector size) */
+
 static inline double att_scale(const int64_t *bits)
 {
     double s;
@@ -105,16 +107,41 @@ static void forward(int64_t *p)
     const int64_t *off = (const int64_t *)(intptr_t)p[20];
     const int plain = (int)p[21];
     int failed = 0;
+    /* where every item reads the same mask: the keys each row computes, up to the last
+       whole vector its mask leaves open (past it every key weighs 0: half of a causal
+       row; a row with none open computes them all, to give what the full row gives) */
+    int64_t *open = 0;
+    int shared = mask != 0;
+    for (int64_t b = 1; b < items && shared; b++)
+        shared = off[6 * b + 3] == off[3];
+    if (shared && (open = (int64_t *)malloc((size_t)L * sizeof(int64_t)))) {
+        enum { VL = ATT_VBYTES / sizeof(REAL) };
+        for (int64_t i = 0; i < L; i++) {
+            const REAL *mr = mask + off[3] + i * sm;
+            int64_t n = S;
+            while (n > 0 && mr[(n - 1) * mcs] == -INFINITY)
+                n--;
+            n = n == 0 ? S : (n + VL - 1) / VL * VL;
+            open[i] = n < S ? n : S;
+        }
+    }
     #pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static) \
         reduction(| : failed)
     for (int64_t b = 0; b < items; b++) {
         const int64_t *f = off + 6 * b;
         REAL *pw = w + f[5];
         failed |= gemm(L, S, E, q + f[0], sq, 1, k + f[1], 1, sk, pw, S, 0) != 0;
-        for (int64_t i = 0; i < L; i++)
-            softmax_row(pw + i * S, S, scale, mask ? mask + f[3] + i * sm : 0, mcs, plain);
+        for (int64_t i = 0; i < L; i++) {
+            const REAL *mr = mask ? mask + f[3] + i * sm : 0;
+            REAL *row = pw + i * S;
+            const int64_t n = open ? open[i] : S;
+            softmax_row(row, n, scale, mr, mcs, plain);
+            if (n < S)
+                memset(row + n, 0, (size_t)(S - n) * sizeof(REAL));
+        }
         failed |= gemm(L, Ev, S, pw, S, 1, v + f[2], sv, 1, o + f[4], so, 0) != 0;
     }
+    free(open);
     p[0] = failed;
 }
 

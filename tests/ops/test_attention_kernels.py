@@ -166,3 +166,36 @@ def test_strided_last_dim_takes_the_numpy_path():
     p /= p.sum(-1, keepdims=True)
     np.testing.assert_allclose(out, p @ q, rtol=1e-5)
     assert math.isfinite(float(out.sum()))
+
+
+@pytest.mark.parametrize("plain", [False, True])
+@pytest.mark.parametrize("shared", [True, False])
+def test_keys_masked_at_the_end_of_rows_are_skipped_exactly(plain, shared):
+    """Rows whose mask closes the last keys (causal, of lengths that are not whole
+    vectors) compute only the open ones: the same weights, outputs and gradients as the
+    NumPy path, and zeros (or, for a row with none open and ``plain``, NaN) after."""
+    rng = np.random.default_rng(6)
+    L = S = 70
+    q, k, v = _arrays(rng, np.float32, (2, 3, L, 8), (2, 3, S, 8), (2, 3, S, 5))
+    mask = np.where(np.triu(np.ones((L, S), bool), 1), -np.inf, 0).astype(np.float32)
+    mask[5] = -np.inf  # a row with no key open
+    mask[6, 3] = -np.inf  # a hole inside an open row
+    if not shared:  # a mask per batch item: read as given, nothing skipped
+        mask = np.stack([mask, mask[::-1].copy()])[:, None]
+    params = dict(scale=0.4, has_mask=True, has_dropout=False, plain_softmax=plain)
+    out, w = attention._attention_forward(np, q, k, v, mask, **params)
+    ref_out, ref_w = _numpy_path(attention._attention_forward, np, q, k, v, mask, **params)
+    np.testing.assert_allclose(w, ref_w, rtol=2e-6, atol=1e-7)
+    np.testing.assert_allclose(out, ref_out, rtol=2e-5, atol=1e-6)
+    empty = w[:, :, 5] if shared else w[0, :, 5]
+    assert np.isnan(empty).all() if plain else (empty == 0).all()
+    if shared:
+        assert (w[0, 0, 10, 11:] == 0).all()
+    g = rng.standard_normal(out.shape).astype(np.float32)
+    bparams = dict(scale=0.4, has_dropout=False, has_gp=False, need=(True, True, True, False))
+    if plain:  # (a NaN row makes the gradients NaN)
+        return
+    got = attention._attention_backward_forward(np, g, q, k, v, w, **bparams)
+    ref = _numpy_path(attention._attention_backward_forward, np, g, q, k, v, ref_w, **bparams)
+    for a, b in zip(got[:3], ref[:3]):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
