@@ -188,6 +188,10 @@ def _cast(a, ins, out, p):
         return f"({x} != 0)"
     if src.name in _FLOATS and out.name not in _FLOATS and not out.is_signed:
         return None  # float -> unsigned: NumPy goes through a signed integer first
+    if src.name == "bool" and out.name in _FLOATS:
+        # through an int: GCC (12) does not vectorise a loop that converts a comparison's
+        # byte straight to a float (a ReLU's gradient mask ran one element at a time)
+        return f"(({c_type(out)})(int32_t){x})"
     return f"(({c_type(out)}){x})"
 
 
