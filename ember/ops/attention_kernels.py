@@ -268,6 +268,14 @@ def _usable(arrays, dtype) -> bool:
     return True
 
 
+def _loop(arrays, dtype):
+    """(the loop, threads it may use, the GEMM's address) for operands ``arrays`` of
+    ``dtype``, or None (the NumPy path)."""
+    found = LOOP.get(dtype) if _usable(arrays, dtype) else None
+    gemm = cpu_gemm.address(dtype) if found else 0
+    return found + (gemm,) if gemm else None
+
+
 def _row_stride(a) -> int:
     return a.strides[-2] // a.itemsize if a.shape[-2] > 1 else 0
 
@@ -299,12 +307,10 @@ def forward(q, k, v, mask, scale: float, batch: tuple, plain_softmax: bool = Fal
     with the heads inside the rows (:func:`_heads_inside`; for ``ember.jit``'s executor,
     where a value's layout is free)."""
     dtype = q.dtype
-    arrays = [q, k, v] + ([] if mask is None else [mask])
-    found = LOOP.get(dtype) if _usable(arrays, dtype) else None
-    gemm = cpu_gemm.address(dtype) if found else 0
-    if not gemm:
+    found = _loop([q, k, v] + ([] if mask is None else [mask]), dtype)
+    if found is None:
         return None
-    kernel, threads = found
+    kernel, threads, gemm = found
     L, E = q.shape[-2:]
     S, Ev = v.shape[-2:]
     if heads_inside and batch:
@@ -341,11 +347,10 @@ def backward(g, q, k, v, weights, scale: float, need: tuple, heads_inside: bool 
     batch = weights.shape[:-2]
     if not weights.flags.c_contiguous or tuple(g.shape[:-2]) != batch or weights.size == 0:
         return None
-    found = LOOP.get(dtype) if _usable([g, q, k, v, weights], dtype) else None
-    gemm = cpu_gemm.address(dtype) if found else 0
-    if not gemm:
+    found = _loop([g, q, k, v, weights], dtype)
+    if found is None:
         return None
-    kernel, threads = found
+    kernel, threads, gemm = found
     L, E = q.shape[-2:]
     S, Ev = v.shape[-2:]
     if heads_inside and batch and all(need) and L == S:
