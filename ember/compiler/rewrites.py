@@ -34,11 +34,15 @@ def _producer(value, name: str):
 
 
 def _number(trace, value):
-    """The value of a 0-d graph input (a Python number turned into a tensor), or None."""
+    """The value of a Python number the function used (turned into a 0-d tensor while
+    tracing), or None: a tensor of the caller's (a learnable temperature, a buffer) is
+    read at every call, not baked in."""
     if value.shape != ():
         return None
     t = trace.tensor_of(value)
-    rec = None if t is None else trace.lifted.get(id(t))
+    if t is None or trace.numbers.get(id(t)) is not t:
+        return None
+    rec = trace.lifted.get(id(t))
     if rec is None or rec.input.value is not value:
         return None
     return float(rec.host_data())
@@ -119,7 +123,8 @@ def fuse_attention(trace, op, inputs, params):
         extra = (where(m, scalar_tensor(-math.inf, dtype, q.device),
                        scalar_tensor(0.0, dtype, q.device)),)
     return registry.apply(_ATTENTION, q, kt.transpose(-2, -1), v, *extra, scale=scale,
-                 has_mask=m is not None, has_dropout=False, plain_softmax=True)[0]
+                          has_mask=m is not None, has_dropout=False,
+                          plain_softmax=True)[0]
 
 
 # registry op name -> rewrite(trace, op, inputs, params) -> a result or None

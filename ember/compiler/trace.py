@@ -181,6 +181,7 @@ class Trace:
         self.by_shape: dict[tuple, list] = {}  # lifted tensors by shape (grad owners)
         self.made = weakref.WeakSet()      # traced tensors made by ops
         self.tensors = weakref.WeakValueDictionary()  # value id -> the tensor holding it
+        self.numbers = weakref.WeakValueDictionary()  # id -> a 0-d tensor made from a number
         # op name -> a rewrite (ember.compiler.rewrites), while none is running
         self.rewrites = None
         if rewrites:

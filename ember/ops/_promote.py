@@ -12,6 +12,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..errors import EmberTypeError
 from ..tensor import Tensor
+from . import registry
 
 SAME = 0      # result dtype is the promoted dtype
 FLOAT = 1     # integers and bools promote to the default float dtype
@@ -19,12 +20,16 @@ INTEGRAL = 2  # bitwise ops: bools and integers only
 
 
 def scalar_tensor(value, dtype, device):
-    """A 0-d tensor holding the Python number ``value`` as ``dtype``."""
+    """A 0-d tensor holding the Python number ``value`` as ``dtype``. (While ``ember.jit``
+    traces, the trace notes it as a number: ``ember.compiler.rewrites`` may read it.)"""
     try:
         arr = np.asarray(value, dtype=dtype.np)
     except (OverflowError, ValueError):
         arr = np.asarray(value).astype(dtype.np)  # wraps around, as PyTorch does
-    return Tensor._make(device.backend.asarray(arr), device)
+    t = Tensor._make(device.backend.asarray(arr), device)
+    if registry._trace is not None:
+        registry._trace.numbers[id(t)] = t
+    return t
 
 
 def as_operand(name: str, value, device=None):

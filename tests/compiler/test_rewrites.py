@@ -94,6 +94,24 @@ def test_an_operand_changed_in_place_afterwards_is_not_read_again():
     assert "scaled_dot_product_attention" not in _ops(compiled)
 
 
+def test_a_learnable_temperature_is_read_at_every_call():
+    """A scale held in a tensor of the caller's (a parameter) is not a number the trace
+    may bake in: the product is left as written, and the parameter gets its gradient."""
+    temperature = ember.nn.Parameter(ember.tensor(0.5, dtype=ember.float64))
+
+    def fn(q, k, v):
+        return ((q @ k.transpose(-2, -1)) * temperature).softmax(-1) @ v
+    eager, compiled, f = _eager_and_compiled(fn)
+    assert "scaled_dot_product_attention" not in _ops(f)
+    for a, b in zip(eager, compiled):
+        np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-12)
+    q, k, v = _inputs(grad=False)
+    with ember.no_grad():
+        temperature.fill_(2.0)
+    np.testing.assert_allclose(f(q, k, v).detach().numpy(), fn(q, k, v).detach().numpy(),
+                               rtol=1e-12)
+
+
 def test_a_finite_fill_value_is_not_rewritten():
     eager, compiled, fn = _eager_and_compiled(
         lambda q, k, v: _attention(q, k, v, fill=-1e4))
