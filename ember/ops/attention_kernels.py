@@ -290,7 +290,8 @@ def _heads_inside(batch: tuple, rows: int, cols: tuple, dtype) -> list:
     ``y.transpose(1, 2).reshape(b, t, d)`` reads them. Where every ``col`` is the same,
     one buffer (..., rows, len(cols), heads, col) holds them side by side, as
     ``cat([q, k, v], -1)`` of such reshapes reads them (:mod:`ember.compiler.runtime`
-    joins adjacent pieces without a copy)."""
+    joins adjacent pieces without a copy). Only for (batch, heads, ...) operands: with
+    one batch dim there are no heads to merge."""
     heads = batch[-1]
     if len(set(cols)) == 1:
         buf = np.empty(batch[:-1] + (rows, len(cols), heads, cols[0]), dtype)
@@ -313,7 +314,7 @@ def forward(q, k, v, mask, scale: float, batch: tuple, plain_softmax: bool = Fal
     kernel, threads, gemm = found
     L, E = q.shape[-2:]
     S, Ev = v.shape[-2:]
-    if heads_inside and batch:
+    if heads_inside and len(batch) >= 2:
         out = _heads_inside(batch, L, (Ev,), dtype)[0]
     else:
         out = np.empty(batch + (L, Ev), dtype)
@@ -353,7 +354,7 @@ def backward(g, q, k, v, weights, scale: float, need: tuple, heads_inside: bool 
     kernel, threads, gemm = found
     L, E = q.shape[-2:]
     S, Ev = v.shape[-2:]
-    if heads_inside and batch and all(need) and L == S:
+    if heads_inside and len(batch) >= 2 and all(need) and L == S:
         grads = _heads_inside(batch, L, (E, E, Ev), dtype)
     else:
         grads = [np.empty(batch + a.shape[-2:], dtype) if n else None
