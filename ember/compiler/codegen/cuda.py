@@ -80,6 +80,9 @@ typedef unsigned char ember_u8;
 """ + scalar.expf_source("static __device__ __forceinline__",
                        lambda v: f"__float_as_int({v})",
                        lambda v: f"__int_as_float({v})") + """
+/* the scalar rules' float32 log and log1p: CUDA's own (one instruction sequence each) */
+static __device__ __forceinline__ float ember_logf(float x) { return logf(x); }
+static __device__ __forceinline__ float ember_log1pf(float x) { return log1pf(x); }
 struct ember_sum {
     template <typename T> __device__ __forceinline__ T operator()(T a, T b) const
     { return a + b; }
