@@ -165,15 +165,16 @@ def test_float32_exp_is_within_one_ulp_everywhere(use_c):
     assert (np.abs(a.astype(np.float64) - e) / np.spacing(e)).max() <= 1
 
 
-@pytest.mark.parametrize("name, exact, limit", [("log", np.log, 1), ("log1p", np.log1p, 2)])
-def test_float32_log_and_log1p_are_within_their_ulps_everywhere(use_c, name, exact, limit):
-    """The generated kernels' own float32 log (1 ulp) and log1p (2 ulp), which the C
-    compiler vectorises: every 4099th bit pattern, zeros of both signs, subnormals,
-    infinities, NaN, negative numbers and the edges of the reduction."""
+@pytest.mark.parametrize("name, exact, limit", [("log", np.log, 1), ("log1p", np.log1p, 2),
+                                                ("tanh", np.tanh, 1)])
+def test_float32_log_log1p_tanh_are_within_their_ulps_everywhere(use_c, name, exact, limit):
+    """The generated kernels' own float32 log (1 ulp), log1p (2 ulp) and tanh (1 ulp),
+    which the C compiler vectorises: every 4099th bit pattern, zeros of both signs,
+    subnormals, infinities, NaN, negative numbers and the edges of the reductions."""
     x = np.arange(0, 2 ** 32, 4099, dtype=np.uint64).astype(np.uint32).view(np.float32)
     edges = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 1e-45, 1.1754942e-38,
              1.1754944e-38, 3.4028235e38, 1.4142135, 1.4142137, 0.70710677, 1e-8, -1e-8,
-             -0.99999994, 5.9604645e-08]
+             -0.99999994, 5.9604645e-08, 0.625, 0.62499994, -0.625, 9.0, 44.0, -45.0]
     x = np.concatenate([x, np.array(edges, np.float32)])
     kernel = make_kernel([x], [(name, [0], {})])
     prepare_kernels([kernel])

@@ -83,6 +83,7 @@ typedef unsigned char ember_u8;
 /* the scalar rules' float32 log and log1p: CUDA's own (one instruction sequence each) */
 static __device__ __forceinline__ float ember_logf(float x) { return logf(x); }
 static __device__ __forceinline__ float ember_log1pf(float x) { return log1pf(x); }
+static __device__ __forceinline__ float ember_tanhf(float x) { return tanhf(x); }
 struct ember_sum {
     template <typename T> __device__ __forceinline__ T operator()(T a, T b) const
     { return a + b; }

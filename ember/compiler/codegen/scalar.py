@@ -135,6 +135,22 @@ def logf_source(qualifiers: str, as_int, as_float) -> str:
                          : (x == 0.0f ? -INFINITY : NAN));
 }}
 
+/* tanh(x) in float32: below |x| = 0.625, x + x^3 P(x^2) (Cephes' coefficients); above,
+   1 - 2 / (exp(2|x|) + 1) with x's sign. Both are computed, then one is chosen, so the
+   loop stays one vector stream. Within 1 ulp; NaN stays NaN; +-inf gives +-1. */
+{qualifiers} float ember_tanhf(float x)
+{{
+    const float a = fabsf(x), z = x * x;
+    float p = -0x1.75e1d4p-8f;
+    p = fmaf(p, z, 0x1.52269cp-6f);
+    p = fmaf(p, z, -0x1.b83c5ap-5f);
+    p = fmaf(p, z, 0x1.110726p-3f);
+    p = fmaf(p, z, -0x1.555532p-2f);
+    const float small = copysignf(fmaf(p * z, x, x), x);  /* (-0 stays -0) */
+    const float large = copysignf(1.0f - 2.0f / (ember_expf(2.0f * a) + 1.0f), x);
+    return a < 0.625f ? small : large;               /* (NaN: the large form, NaN) */
+}}
+
 /* log(1 + x) in float32: log(u) for u = 1 + x, times x / (u - 1), which corrects the
    rounding of u (exact for tiny x: there u == 1 and the result is x) */
 {qualifiers} float ember_log1pf(float x)
@@ -166,7 +182,7 @@ static inline float ember_bits_float(int32_t i)
 }
 """ + "".join(source("static inline", lambda v: f"ember_float_bits({v})",
                      lambda v: f"ember_bits_float({v})") for source in (expf_source, logf_source))
-PRELUDE_NAMES = ("ember_expf", "ember_logf", "ember_log1pf")
+PRELUDE_NAMES = ("ember_expf", "ember_logf", "ember_log1pf", "ember_tanhf")
 
 
 def _math(name: str, dtype) -> str:
@@ -336,7 +352,7 @@ RULES = {
     "isfinite": _predicate("isfinite"),
 }
 for _name in ("exp2", "log2", "log10", "expm1", "sqrt", "sin", "cos",
-              "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "erf"):
+              "tan", "asin", "acos", "atan", "sinh", "cosh", "erf"):
     RULES[_name] = _float_unary(_name)
 RULES["exp"] = lambda a, ins, out, p: f"{_exp(out)}({a[0]})" if out.name in _FLOATS else None
 # float32 log and log1p: PRELUDE's, within 1 ulp (vectorised; libm's is a call each)
@@ -344,6 +360,8 @@ RULES["log"] = lambda a, ins, out, p: (f"{'ember_logf' if out.name == 'float32' 
                                        f"({a[0]})") if out.name in _FLOATS else None
 RULES["log1p"] = lambda a, ins, out, p: (f"{'ember_log1pf' if out.name == 'float32' else 'log1p'}"
                                          f"({a[0]})") if out.name in _FLOATS else None
+RULES["tanh"] = lambda a, ins, out, p: (f"{'ember_tanhf' if out.name == 'float32' else 'tanh'}"
+                                        f"({a[0]})") if out.name in _FLOATS else None
 
 # Reductions a fused kernel can end a loop over its last dims with: the accumulator's
 # start value and its update (NaN-propagating for max and min, as NumPy's).
