@@ -145,6 +145,7 @@ def _graph_section(compiled, spec, original, graph, backward) -> list[str]:
     counts = collections.Counter(ins.op.name for ins in graph.instrs)
     back = "" if backward is None else f" + {n_back} in the backward graph"
     seconds = getattr(spec, "trace_seconds", None)
+    rewritten = getattr(spec, "rewritten", None)
     took = f" in {seconds * 1e3:.0f} ms" if seconds is not None else ""
     return [
         f"graph (traced because: {spec.reason}{took}):",
@@ -153,6 +154,8 @@ def _graph_section(compiled, spec, original, graph, backward) -> list[str]:
         f"  after passes: {n1} instructions{back} ({n1 + n_back - n0:+d}), "
         f"{len(graph.inputs)} inputs, {len(graph.constants)} constants",
         f"  passes: {names}",
+    ] + ([f"  rewritten while tracing: " + ", ".join(
+        f"{name} x{n}" for name, n in sorted(rewritten.items()))] if rewritten else []) + [
         "  ops: " + ", ".join(f"{op} {n}" for op, n in counts.most_common()),
     ]
 

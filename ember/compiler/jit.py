@@ -166,6 +166,7 @@ class Specialization:
         self.host_calls = trace.host_calls
         self.reason = reason
         self.trace_seconds = trace_seconds
+        self.rewritten = dict(trace.rewritten)  # (for explain)
         # inputs of tensors on another device (0-d CPU tensors): copied over at each
         # call, and their updates written back after the run
         self.placed = []

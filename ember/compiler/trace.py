@@ -184,6 +184,7 @@ class Trace:
         self.numbers = weakref.WeakValueDictionary()  # id -> a 0-d tensor made from a number
         # op name -> a rewrite (ember.compiler.rewrites), while none is running
         self.rewrites = None
+        self.rewritten: dict = {}          # rewrite name -> how many times it applied
         if rewrites:
             from .rewrites import REWRITES
             self.rewrites = REWRITES
@@ -242,9 +243,12 @@ class Trace:
             return None
         saved, self.rewrites = self.rewrites, None  # (not while one runs)
         try:
-            return rule(self, op, inputs, params)
+            result = rule(self, op, inputs, params)
         finally:
             self.rewrites = saved
+        if result is not None:
+            self.rewritten[rule.__name__] = self.rewritten.get(rule.__name__, 0) + 1
+        return result
 
     def value_of(self, t) -> Value:
         data = t._data

@@ -60,6 +60,12 @@ def test_explicit_attention_becomes_the_fused_op(scale, causal):
         np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-12)
 
 
+def test_explain_says_what_was_rewritten():
+    fn = ember.jit(lambda q, k, v: _attention(q, k, v) + _attention(v, k, q))
+    fn(*_inputs(grad=False))
+    assert "rewritten while tracing: fuse_attention x2" in fn.explain()
+
+
 def test_a_training_step_records_the_fused_backward():
     q, k, v = _inputs()
 
