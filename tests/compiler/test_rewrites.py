@@ -207,3 +207,28 @@ def test_join_is_a_view_only_for_pieces_side_by_side():
     other = runtime._join_forward(np, pieces[0], buf.copy()[..., 1:], dim=2)
     np.testing.assert_array_equal(other, buf)
     assert not np.shares_memory(other, buf)
+
+
+def test_attention_in_a_recompute_region():
+    """Inside ``ember.utils.checkpoint``, the forward and its recomputation are both
+    rewritten, and the step gives eager mode's loss and gradients."""
+    from ember.utils.checkpoint import checkpoint
+    b, t, h, e = 2, 5, 2, 8
+    ember.manual_seed(0)
+    qkv = ember.nn.Linear(h * e, 3 * h * e).double()
+    x = ember.randn(b, t, h * e, dtype=ember.float64)
+
+    def step(x):
+        q, k, v = [z.view(b, t, h, e).transpose(1, 2) for z in qkv(x).split(h * e, dim=2)]
+        y = checkpoint(_attention, q, k, v)
+        loss = (y * y).sum()
+        loss.backward()
+        return loss
+    compiled = ember.jit(step)
+    results = []
+    for f in (step, compiled):
+        qkv.zero_grad()
+        results.append((f(x).item(), qkv.weight.grad.numpy().copy()))
+    assert "fuse_attention x2" in compiled.explain()
+    np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-12)
+    np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-10, atol=1e-12)
