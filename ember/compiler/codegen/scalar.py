@@ -93,8 +93,9 @@ def expf_source(qualifiers: str, as_int, as_float) -> str:
 """
 
 
-def logf_source(qualifiers: str, as_int, as_float) -> str:
-    """The definition of ``ember_logf`` for a renderer (as :func:`expf_source`).
+def math_source(qualifiers: str, as_int, as_float) -> str:
+    """The definitions of ``ember_logf``, ``ember_tanhf`` and ``ember_log1pf`` for a
+    renderer (as :func:`expf_source`, whose ``ember_expf`` ``ember_tanhf`` calls).
 
     log(x) in float32 as code the compiler vectorises: x = 2^e m with m in
     [sqrt(1/2), sqrt(2)) (subnormals scaled by 2^23 first), log(m) = f - f^2/2 + f^3 P(f)
@@ -165,6 +166,11 @@ def logf_source(qualifiers: str, as_int, as_float) -> str:
 """
 
 
+# float32 functions with PRELUDE's own vectorisable code (libm's is a call per element)
+_OWN_FLOAT32 = {"exp": "ember_expf", "log": "ember_logf", "log1p": "ember_log1pf",
+                "tanh": "ember_tanhf"}
+
+
 # C functions a rule may call, defined before every kernel that uses them.
 PRELUDE = """\
 #include <string.h>
@@ -181,16 +187,21 @@ static inline float ember_bits_float(int32_t i)
     return f;
 }
 """ + "".join(source("static inline", lambda v: f"ember_float_bits({v})",
-                     lambda v: f"ember_bits_float({v})") for source in (expf_source, logf_source))
-PRELUDE_NAMES = ("ember_expf", "ember_logf", "ember_log1pf", "ember_tanhf")
+                     lambda v: f"ember_bits_float({v})") for source in (expf_source, math_source))
+PRELUDE_NAMES = tuple(_OWN_FLOAT32.values())
 
 
 def _math(name: str, dtype) -> str:
     return name + "f" if dtype.name == "float32" else name
 
 
+def _own(name: str, dtype) -> str:
+    """The C function computing ``name`` for ``dtype``: PRELUDE's in float32, libm's."""
+    return _OWN_FLOAT32[name] if dtype.name == "float32" else name
+
+
 def _exp(dtype) -> str:
-    return "ember_expf" if dtype.name == "float32" else "exp"
+    return _own("exp", dtype)
 
 
 def _float_unary(fn):
@@ -354,14 +365,9 @@ RULES = {
 for _name in ("exp2", "log2", "log10", "expm1", "sqrt", "sin", "cos",
               "tan", "asin", "acos", "atan", "sinh", "cosh", "erf"):
     RULES[_name] = _float_unary(_name)
-RULES["exp"] = lambda a, ins, out, p: f"{_exp(out)}({a[0]})" if out.name in _FLOATS else None
-# float32 log and log1p: PRELUDE's, within 1 ulp (vectorised; libm's is a call each)
-RULES["log"] = lambda a, ins, out, p: (f"{'ember_logf' if out.name == 'float32' else 'log'}"
-                                       f"({a[0]})") if out.name in _FLOATS else None
-RULES["log1p"] = lambda a, ins, out, p: (f"{'ember_log1pf' if out.name == 'float32' else 'log1p'}"
-                                         f"({a[0]})") if out.name in _FLOATS else None
-RULES["tanh"] = lambda a, ins, out, p: (f"{'ember_tanhf' if out.name == 'float32' else 'tanh'}"
-                                        f"({a[0]})") if out.name in _FLOATS else None
+for _name in _OWN_FLOAT32:
+    RULES[_name] = (lambda name: lambda a, ins, out, p: f"{_own(name, out)}({a[0]})"
+                    if out.name in _FLOATS else None)(_name)
 
 # Reductions a fused kernel can end a loop over its last dims with: the accumulator's
 # start value and its update (NaN-propagating for max and min, as NumPy's).
