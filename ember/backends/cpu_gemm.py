@@ -8,10 +8,10 @@ into a buffer of the calling thread, so the panel stays in cache, and reads the 
 operand's rows in place. Each step of the inner loop broadcasts one value of each of up
 to 12 rows and multiplies it by the panel's row of two vectors, into 24 vector
 accumulators (fused multiply-adds); the k loop is unrolled four times (2-8 % faster on
-the workloads' shapes, for 0.15 s more compiling). A transposed right operand (a Linear's weight) is
-packed by 8 x 8 transposes in registers; a left operand stored as columns (the output
-gradient in a weight gradient) is packed too, since reading a few values per k at a
-power-of-two stride keeps missing the L1 cache.
+the workloads' shapes, for 0.15 s more compiling). A transposed right operand (a Linear's
+weight) is packed by 8 x 8 transposes in registers; a left operand stored as columns (the
+output gradient in a weight gradient) is packed too, since reading a few values per k at
+a power-of-two stride keeps missing the L1 cache.
 
 Vectors are GCC/Clang vector types sized for the machine the kernels are built for
 (``-march=native``): 64 bytes with AVX-512, 32 with AVX, 16 otherwise; the rows per step
