@@ -100,6 +100,27 @@ class _NodeOp(Op):
     __slots__ = ("release",)  # frees the residuals after a backward (see Node.release)
 
 
+def _gradients(results, inputs, fed, device) -> tuple:
+    """The backward graph's results as gradient tensors for ``inputs``. One array that
+    is the gradient of several inputs (two biases added to the same sum) becomes one
+    tensor, so the engine sees it handed out twice and copies it before storing it in
+    a ``.grad`` that later backwards add into; an array the graph was fed (an incoming
+    gradient passed straight through) is copied here, since its caller still holds it."""
+    fed_ids = {id(a) for a in fed}
+    made: dict = {}
+    out = []
+    for r, t in zip(results, inputs):
+        if r is None:
+            out.append(None)
+            continue
+        g = made.get(id(r))
+        if g is None:
+            data = r.copy() if id(r) in fed_ids else r
+            g = made[id(r)] = Tensor._make(place(data, device, t.device), t.device)
+        out.append(g)
+    return tuple(out)
+
+
 class CompiledBackward:
     """The autograd op of one compiled specialisation: its VJP runs the backward graph
     on the residuals the forward call saved."""
@@ -141,9 +162,9 @@ class CompiledBackward:
         ex = self.executor
         cot = [ex.xp.zeros(shape, dtype.np) if g is None else place(g._data, g.device, ex.device)
                for g, (shape, dtype) in zip(grads, self.out_avals)]
-        _, _, results = ex.run(node.params["residuals"] + cot)
-        return tuple(None if r is None else Tensor._make(place(r, ex.device, t.device), t.device)
-                     for r, t in zip(results, node.inputs))
+        fed = node.params["residuals"] + cot
+        _, _, results = ex.run(fed)
+        return _gradients(results, node.inputs, fed, ex.device)
 
     @staticmethod
     def _release(node) -> bool:

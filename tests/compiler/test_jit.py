@@ -135,6 +135,30 @@ def test_backward_through_a_compiled_module_fills_grads():
         _close(got, want, 1e-6)
 
 
+def test_inputs_with_one_gradient_array_accumulate_separately():
+    # both biases' gradient is the same array of the backward graph: stored as is, the
+    # second backward would add into both .grads through one array
+    w = ember.ones(3, 3)
+    a, b = ember.zeros(3, requires_grad=True), ember.zeros(3, requires_grad=True)
+    f = ember.jit(lambda x: (ember.nn.functional.linear(x, w, a) +
+                             ember.nn.functional.linear(x, w, b)).sum())
+    for _ in range(3):
+        f(ember.ones(2, 3)).backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [6.0, 6.0, 6.0])
+    np.testing.assert_array_equal(b.grad.numpy(), [6.0, 6.0, 6.0])
+    assert not np.shares_memory(a.grad.numpy(), b.grad.numpy())
+
+
+def test_an_incoming_gradient_passed_through_is_not_stored_as_a_grad():
+    x = ember.zeros(3, requires_grad=True)
+    f = ember.jit(lambda x: x.clone())  # its backward graph returns the gradient it is fed
+    g = ember.ones(3)
+    f(x).backward(g)
+    x.grad.add_(1.0)
+    np.testing.assert_array_equal(g.numpy(), [1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 2.0, 2.0])
+
+
 def test_second_backward_through_compiled_call_needs_retain_graph():
     lin = ember.jit(ember.nn.Linear(2, 2))
     out = lin(ember.ones(1, 2)).sum()
