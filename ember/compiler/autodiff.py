@@ -18,7 +18,7 @@ from ..ops.registry import Op
 from ..tensor import Tensor
 from .ir import Graph, Input, Value
 from .runtime import place
-from .trace import TracerArray, _target
+from .trace import TraceError, TracerArray, _target
 
 
 def trace_backward(trace, outputs: list) -> list:
@@ -40,6 +40,8 @@ def trace_backward(trace, outputs: list) -> list:
     try:
         grads = run_backward(outputs, cotangents, retain_graph=True, create_graph=False,
                              inputs=tensors, allow_unused=True)
+    except TraceError:
+        raise  # a backward that reads values: not capturable (never a silent no-gradient)
     except EmberError:
         # an output whose graph the function already consumed (it called backward on
         # it): as in eager mode, no gradient can flow through it any more

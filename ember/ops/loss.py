@@ -237,13 +237,16 @@ def _ce_vjp(n, grads):
 
 
 def _target_terms(x, t, weight, ignore_index, cdim):
-    """Ember tensors (per-sample weight, valid mask, mean denominator, one-hot target)."""
-    from .nn_misc import one_hot
+    """Ember tensors (per-sample weight, valid mask, mean denominator, one-hot target).
+    The targets are in range (the forward checked them): the one-hot op is applied
+    without ``one_hot``'s checks, which read the values and so cannot be traced."""
+    from .nn_misc import _ONE_HOT
+    from .take import take
     valid_mask = t != ignore_index
     safe = ew.where(valid_mask, t, 0).to(dt.int64)
     valid = valid_mask.to(x.dtype)
-    per_sample = valid if weight is None else weight[safe] * valid
-    onehot = movedim(one_hot(safe, x.shape[cdim]), -1, cdim).to(x.dtype)
+    per_sample = valid if weight is None else take(weight, safe) * valid
+    onehot = movedim(apply(_ONE_HOT, safe, num_classes=x.shape[cdim]), -1, cdim).to(x.dtype)
     return per_sample, valid, _sum(per_sample), onehot
 
 

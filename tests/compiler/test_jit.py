@@ -405,3 +405,40 @@ def test_modifying_a_parameter_before_backward_is_caught():
         lin.weight.mul_(10)
     with pytest.raises(ember.EmberError, match="modified by an inplace operation"):
         loss.backward()
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_nll_loss_differentiates_through_a_compiled_call(weighted):
+    # its backward used one_hot's value checks (untraceable): the output came back with
+    # no gradient at all
+    x0 = np.random.default_rng(0).standard_normal((5, 4))
+    target = ember.tensor([0, 1, 3, 3, 2])
+    kw = {"weight": ember.tensor([1.0, 2.0, 3.0, 4.0], dtype=ember.float64)} if weighted else {}
+    fn = lambda x: ember.nn.functional.nll_loss(x.log_softmax(1), target, **kw)  # noqa: E731
+    grads = []
+    for run in (fn, ember.jit(fn)):
+        x = ember.tensor(x0, requires_grad=True)
+        out = run(x)
+        assert out.requires_grad
+        out.backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-12, atol=1e-15)
+
+
+def test_a_backward_that_reads_values_is_an_error_not_a_missing_gradient():
+    class Scaled(ember.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * float(g.sum().item())
+
+    x = ember.ones(3, requires_grad=True)
+    with pytest.raises(DataDependentError, match="item"):
+        ember.jit(lambda x: Scaled.apply(x))(x)
+    with pytest.warns(UserWarning, match="eagerly"):
+        out = ember.jit(lambda x: Scaled.apply(x), fallback=True)(x)
+    out.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0, 3.0])
