@@ -25,7 +25,7 @@ __all__ = ["cast", "add", "sub", "subtract", "mul", "multiply", "div", "divide",
            "floor_divide", "remainder", "fmod", "pow", "float_power", "neg", "negative", "abs",
            "absolute", "sign", "sgn", "exp", "exp2", "log", "log2", "log10", "log1p", "expm1",
            "sqrt", "rsqrt", "square", "reciprocal", "sin", "cos", "tan", "asin", "acos",
-           "atan", "arcsin", "arccos", "arctan", "atan2", "arctan2", "sinh", "cosh", "tanh",
+           "atan", "arcsin", "arccos", "arctan", "atan2", "arctan2", "hypot", "sinh", "cosh", "tanh",
            "sigmoid", "logit", "erf", "erfc", "floor", "ceil", "round", "trunc", "fix", "frac",
            "maximum", "minimum", "fmax", "fmin", "lerp", "clamp", "clip", "nan_to_num",
            "relu", "xlogy", "where"]
@@ -313,6 +313,16 @@ atan2, _ = _binary("atan2", lambda xp, a, b: xp.arctan2(a, b), _atan2_vjp, kind=
 arctan2 = atan2
 
 
+def _hypot_vjp(n, g):
+    a, b = n.saved_inputs()
+    h = hypot(a, b)
+    return g * a / h, g * b / h
+
+
+hypot, _ = _binary("hypot", lambda xp, a, b: xp.hypot(a, b), _hypot_vjp, kind=FLOAT,
+                   doc="sqrt(input² + other²), without overflow or underflow in the squares.")
+
+
 def _xlogy_vjp(n, g):
     a, b = n.saved_inputs()
     # PyTorch's: log(other), except 0 where input == 0 and other <= 0
@@ -559,11 +569,21 @@ def _lerp_vjp(n, g):
     return g * (1 - w), g * w, g * (e - s)
 
 
-_LERP = _defop("lerp", lambda xp, s, e, w: s + w * (e - s), _lerp_vjp, broadcasting=True)
+def _lerp_forward(xp, s, e, w):
+    # from the nearer end, as PyTorch does: exact at weight 0 and at weight 1
+    return xp.where(xp.abs(w) < 0.5, s + w * (e - s), e - (e - s) * (1 - w))
+
+
+_LERP = _defop("lerp", _lerp_forward, _lerp_vjp, broadcasting=True)
 
 
 def lerp(input, end, weight):
-    """input + weight * (end - input)."""
+    """input + weight * (end - input), computed from the nearer end (``end - (end -
+    input) * (1 - weight)`` for |weight| >= 0.5) as PyTorch does.
+
+    >>> ember.lerp(ember.tensor([0.0, 1.0]), ember.tensor([10.0, 3.0]), 0.5)
+    tensor([5., 2.])
+    """
     (s, e, w), _ = promote("lerp", (input, end, weight))
     return apply(_LERP, s, e, w)
 

@@ -6,7 +6,7 @@ import math
 from . import elementwise as ew, logical as lg
 from ._promote import FLOAT, promote
 
-__all__ = ["addcmul", "addcdiv", "clamp_min", "clamp_max", "hypot", "logaddexp",
+__all__ = ["addcmul", "addcdiv", "clamp_min", "clamp_max", "logaddexp",
            "logaddexp2", "deg2rad", "rad2deg", "copysign", "heaviside", "sinc", "asinh",
            "acosh", "atanh", "arcsinh", "arccosh", "arctanh", "positive"]
 
@@ -37,24 +37,23 @@ def clamp_max(input, max):
     return ew.clamp(input, max=max)
 
 
-def hypot(input, other):
-    """sqrt(input² + other²), elementwise."""
-    (a, b), _ = promote("hypot", (input, other), FLOAT)
-    return ew.sqrt(ew.square(a) + ew.square(b))
-
-
 def logaddexp(input, other):
     """log(exp(input) + exp(other)), without overflow."""
     (a, b), _ = promote("logaddexp", (input, other), FLOAT)
     high = ew.maximum(a, b)
-    return high + ew.log1p(ew.exp(-ew.abs(a - b)))
+    return high + ew.log1p(ew.exp(-ew.abs(_gap(a, b))))
 
 
 def logaddexp2(input, other):
     """log2(2**input + 2**other), without overflow."""
     (a, b), _ = promote("logaddexp2", (input, other), FLOAT)
     high = ew.maximum(a, b)
-    return high + ew.log1p(ew.exp2(-ew.abs(a - b))) / math.log(2.0)
+    return high + ew.log1p(ew.exp2(-ew.abs(_gap(a, b)))) / math.log(2.0)
+
+
+def _gap(a, b):
+    """a - b, and 0 where a == b: equal infinities give log(2) more, not NaN."""
+    return ew.where(a == b, 0.0, a - b)
 
 
 def deg2rad(input):
@@ -94,13 +93,16 @@ def asinh(input):
     (x,), _ = promote("asinh", (input,), FLOAT)
     # odd symmetry keeps the negative side accurate; log1p keeps small x accurate, and
     # log(2|x|) takes over where |x|² would overflow
-    ax = ew.abs(x)
+    ax = ew.where(lg.signbit(x), -x, x)  # (|x| with gradient ±1 at ±0; abs has 0)
     big = ax > 1e8
     small = ew.where(big, 0.0, ax)
     ax2 = ew.square(small)
     near = ew.log1p(small + ax2 / (1 + ew.sqrt(ax2 + 1)))
     far = ew.log(ew.where(big, ax, 1.0)) + math.log(2.0)
-    return ew.sign(x) * ew.where(big, far, near)
+    # (the sign put back by a select, not a product with sign(x): that has no gradient
+    # at 0, where asinh's is 1)
+    value = ew.where(big, far, near)
+    return ew.where(lg.signbit(x), -value, value)
 
 
 def acosh(input):

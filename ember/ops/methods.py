@@ -100,6 +100,9 @@ def _install():
     for name, fn in augmented.items():
         setattr(Tensor, name, _inplace_method(fn, name))
 
+    # x.where(condition, y) is where(condition, x, y): the tensor is the values, not the
+    # condition (which the function takes first)
+    Tensor.where = lambda self, condition, other: ew.where(condition, self, other)
     Tensor.new_zeros = lambda self, *size, dtype=None, device=None, requires_grad=False: \
         creation.zeros(*size, dtype=dtype or self.dtype, device=device or self.device,
                        requires_grad=requires_grad)

@@ -143,7 +143,8 @@ def _mode_forward(xp, a, dim, keepdim):
     idx, values = xp.moveaxis(idx, -1, dim), xp.moveaxis(values, -1, dim)
     if not keepdim:
         idx, values = idx.squeeze(dim), values.squeeze(dim)
-    return xp.ascontiguousarray(values), xp.ascontiguousarray(idx.astype(np.int64))
+    # (ascontiguousarray would make a 0-d result 1-d)
+    return values.copy(order="C"), idx.astype(np.int64, order="C")
 
 
 _MODE = register("mode", _mode_forward, _select_vjp, n_outputs=2, saves_inputs=False,

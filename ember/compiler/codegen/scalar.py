@@ -314,8 +314,8 @@ def _clamp(a, ins, out, p):
 def _lerp(a, ins, out, p):
     if out.name not in _FLOATS:
         return None
-    s, e, w = a
-    return f"({s} + {w} * ({e} - {s}))"
+    s, e, w = a  # (as the op's NumPy form: from the nearer end)
+    return f"(({w} < 0.5 && {w} > -0.5) ? {s} + {w} * ({e} - {s}) : {e} - ({e} - {s}) * (1 - {w}))"
 
 
 RULES = {

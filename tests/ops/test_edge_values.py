@@ -1,0 +1,69 @@
+"""Values at the edges of elementwise ops' domains, where a formula that is right in the
+middle goes wrong: overflow in intermediate squares, equal infinities, a gradient lost
+at 0, rounding at the far end of an interpolation. Known values, so these run without
+PyTorch; each case is one PyTorch gives (checked against torch 2.13)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+
+
+def _grad(fn, *values, dtype=ember.float64):
+    xs = [ember.tensor(v, dtype=dtype, requires_grad=True) for v in values]
+    out = fn(*xs)
+    out.sum().backward()
+    return out.detach().numpy(), [x.grad.numpy() for x in xs]
+
+
+def test_asinh_has_gradient_one_at_both_zeros_and_keeps_the_sign_of_zero():
+    out, (g,) = _grad(ember.asinh, [0.0, -0.0, -2.0, 1e9])
+    np.testing.assert_array_equal(g[:2], [1.0, 1.0])
+    np.testing.assert_allclose(g[2:], [1 / np.sqrt(5.0), 1e-9], rtol=1e-12)
+    assert list(np.signbit(out[:2])) == [False, True]
+    np.testing.assert_allclose(out[2:], np.arcsinh([-2.0, 1e9]), rtol=1e-14)
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+def test_hypot_does_not_overflow_or_underflow_in_its_squares(dtype):
+    big, tiny = (3e20, 3e-30) if dtype is ember.float32 else (3e200, 3e-200)
+    out, (ga, gb) = _grad(ember.hypot, [big, tiny, 3.0], [big * 4 / 3, tiny * 4 / 3, -4.0],
+                          dtype=dtype)
+    np.testing.assert_allclose(out, [big * 5 / 3, tiny * 5 / 3, 5.0], rtol=1e-6)
+    np.testing.assert_allclose(ga, [0.6, 0.6, 0.6], rtol=1e-6)
+    np.testing.assert_allclose(gb, [0.8, 0.8, -0.8], rtol=1e-6)
+    inf = ember.hypot(ember.tensor([np.inf, 1.0]), ember.tensor([1.0, np.nan])).numpy()
+    assert inf[0] == np.inf and np.isnan(inf[1])
+
+
+@pytest.mark.parametrize("fn,log2", [(ember.logaddexp, np.log(2.0)), (ember.logaddexp2, 1.0)])
+def test_logaddexp_of_equal_infinities_is_that_infinity(fn, log2):
+    out = fn(ember.tensor([np.inf, -np.inf, 1.0]), ember.tensor([np.inf, -np.inf, 1.0]))
+    np.testing.assert_allclose(out.numpy(), [np.inf, -np.inf, 1.0 + log2], rtol=1e-7)
+    _, (ga, gb) = _grad(fn, [2.0], [2.0])  # equal arguments share the gradient
+    np.testing.assert_allclose(ga, [0.5])
+    np.testing.assert_allclose(gb, [0.5])
+
+
+def test_lerp_is_exact_at_weight_one_and_agrees_compiled():
+    out = ember.lerp(ember.tensor([3.0, 1e8]), ember.tensor([-1e-3, 1.0]), 1.0).numpy()
+    np.testing.assert_array_equal(out, np.float32([-1e-3, 1.0]))
+    assert np.isnan(ember.lerp(ember.tensor([0.0]), ember.tensor([np.inf]), 0.5).item())
+    s, e = ember.randn(4096), ember.randn(4096)
+    w = ember.rand(4096) * 3 - 1  # both sides of 0.5, and outside [0, 1]
+    np.testing.assert_array_equal(ember.jit(ember.lerp)(s, e, w).numpy(),
+                                  ember.lerp(s, e, w).numpy())
+
+
+def test_mode_of_a_vector_is_zero_dimensional():
+    values, indices = ember.mode(ember.tensor([1, 2, 2, 3]))
+    assert values.shape == () and indices.shape == ()
+    assert values.item() == 2 and indices.item() == 2
+
+
+def test_tensor_where_method_takes_the_condition_first():
+    a = ember.tensor([1.0, 2.0, 3.0], dtype=ember.float64)
+    out = a.where(ember.tensor([True, False, True]), 0.0)
+    np.testing.assert_array_equal(out.numpy(), [1.0, 0.0, 3.0])
+    assert out.dtype is ember.float64
