@@ -68,10 +68,21 @@ def _binary(name, forward, vjp, kind=SAME, doc="", saves_inputs=True, bool_ok=Tr
                 for v in (input, other))):
             raise EmberError(f"{name}: not supported for bool operands (got "
                              f"{describe((input, other))}); use logical_xor() or ~ instead")
+        if dtype.itemsize == 2 and dtype.is_floating_point and \
+                not (hasattr(input, "dtype") and hasattr(other, "dtype")):
+            # a half tensor and a Python number: computed in float32 and rounded once, as
+            # PyTorch's CPU kernels do (h * 70000 is 35008 for h = 0.5, not inf)
+            (a, b), _ = promote(name, [_float32(v) for v in (input, other)], kind)
+            return cast(apply(op, a, b), dtype)
         return apply(op, a, b)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"{doc}\n\n    >>> ember.{name}(ember.tensor([1.0, 2.0]), 3.0)\n"
     return fn, op
+
+
+def _float32(v):
+    """A half-precision tensor widened to float32; anything else as it is."""
+    return cast(v, dt.float32) if hasattr(v, "dtype") and v.dtype.itemsize == 2 else v
 
 
 # dtype conversion ---------------------------------------------------------------------

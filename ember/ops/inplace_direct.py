@@ -7,6 +7,8 @@ its arguments need the general path (which then gives the same result, or the er
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .. import dtypes as dt
 from ..errors import EmberError
 from ..tensor import Tensor
@@ -18,9 +20,16 @@ def _operand(target, value):
     """The array or number to hand to the ufunc, or None to use the general path."""
     if isinstance(value, Tensor):
         return value._data if value._device is target._device else None
-    if isinstance(value, (int, float, bool)) and not isinstance(value, complex):
-        return value
-    return None
+    if not isinstance(value, (int, float, bool)):
+        return None
+    dtype = target._dtype
+    if dtype.itemsize == 2 and dtype.is_floating_point:
+        return None  # a half type computes with a number in float32 (the general path)
+    if isinstance(value, int) and not isinstance(value, bool) and dtype._category == dt._INT:
+        info = np.iinfo(dtype.np)
+        if not info.min <= value <= info.max:
+            return None  # out of the type's range: it wraps around (the general path)
+    return value
 
 
 def _check_dtype(name, target, values, kind):

@@ -67,3 +67,24 @@ def test_tensor_where_method_takes_the_condition_first():
     out = a.where(ember.tensor([True, False, True]), 0.0)
     np.testing.assert_array_equal(out.numpy(), [1.0, 0.0, 3.0])
     assert out.dtype is ember.float64
+
+
+def test_half_with_a_python_number_computes_in_float32_and_rounds_once():
+    h = ember.tensor([0.5, 2.0]).half()
+    np.testing.assert_array_equal((h * 70000).float().numpy(), [35008.0, np.inf])
+    np.testing.assert_array_equal((h / 1e5).float().numpy(), np.float16([5.0067901611328125e-06,
+                                                                         2.002716064453125e-05]))
+    np.testing.assert_array_equal((ember.tensor([0.0, 1.0]).half() * 1e10).float().numpy(),
+                                  [0.0, np.inf])
+    assert (h * 70000).dtype is ember.float16
+    h.mul_(70000)  # in place too (no-grad fast path)
+    np.testing.assert_array_equal(h.float().numpy(), [35008.0, np.inf])
+
+
+@pytest.mark.parametrize("method,value,dtype,expected", [
+    ("add_", -1, ember.uint8, [255, 0, 99]), ("mul_", -1, ember.uint8, [0, 255, 156]),
+    ("mul_", 300, ember.int8, [0, 44, 48]), ("add_", 300, ember.uint8, [44, 45, 144])])
+def test_in_place_integer_ops_wrap_an_out_of_range_number(method, value, dtype, expected):
+    x = ember.tensor([0, 1, 100], dtype=dtype)
+    getattr(x, method)(value)
+    assert x.numpy().tolist() == expected and x.dtype is dtype
