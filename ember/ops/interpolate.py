@@ -34,9 +34,12 @@ def _source_scale(in_size, out_size, scale, align_corners, work):
     return work.type(in_size) / work.type(out_size)
 
 
-def _nearest_index(in_size, out_size, scale, exact):
-    if out_size == in_size and not exact:
-        return np.arange(out_size)
+def _nearest_index(in_size, out_size, scale, exact, planar):
+    if planar and not exact:  # PyTorch's 2-D kernel (only): a copy, or each index twice
+        if out_size == in_size:
+            return np.arange(out_size)
+        if out_size == 2 * in_size:
+            return np.arange(out_size) >> 1
     ratio = _source_scale(in_size, out_size, scale, False, _F32)
     dst = np.arange(out_size, dtype=_F32)
     if exact:
@@ -87,7 +90,7 @@ def _cubic_matrix(in_size, out_size, scale, align_corners, work):
     return matrix
 
 
-def _interpolate_sizes(input, d, size, scale_factor, recompute_scale_factor):
+def _interpolate_sizes(input, d, size, scale_factor, recompute_scale_factor, area):
     name = "interpolate"
     if (size is None) == (scale_factor is None):
         which = "either" if size is None else "only one of"
@@ -104,7 +107,7 @@ def _interpolate_sizes(input, d, size, scale_factor, recompute_scale_factor):
                          f"of {d}, got {scale_factor!r} for input of shape "
                          f"{tuple(input.shape)}")
     sizes = tuple(math.floor(float(s) * float(f)) for s, f in zip(spatial, factors))
-    if any(s <= 0 for s in sizes):
+    if any(s <= 0 for s in sizes) and not area:  # (area pools: an empty result, as in PyTorch)
         raise ShapeError(f"{name}: scale_factor {scale_factor!r} makes an empty output "
                          f"{sizes} from input of shape {tuple(input.shape)}")
     scales = (None,) * d if recompute_scale_factor else tuple(float(f) for f in factors)
@@ -152,20 +155,26 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     if linear and _LINEAR_MODES[mode] != d:
         raise ShapeError(f"{name}: mode {mode!r} needs a {_LINEAR_MODES[mode] + 2}-D input, "
                          f"got shape {tuple(input.shape)}")
-    sizes, scales = _interpolate_sizes(input, d, size, scale_factor, recompute_scale_factor)
+    sizes, scales = _interpolate_sizes(input, d, size, scale_factor, recompute_scale_factor,
+                                       mode == "area")
+    if 0 in sizes:  # area with a scale that floors a size to 0: an empty result
+        from .index import slice_dim
+        from .shape import reshape
+        empty = slice_dim(input, 2 + sizes.index(0), 0, 0)
+        return reshape(empty, tuple(input.shape[:2]) + tuple(sizes))
     if mode == "area":
         return _adaptive_avg_poolnd(name, d, input, sizes)
     from .selection import index_select
     work = np.dtype(np.float64) if input.dtype is dt.float64 else _F32
     out = input
     for axis, (s, o, scale) in enumerate(zip(input.shape[2:], sizes, scales), start=2):
-        if s == o and linear:  # PyTorch copies an axis whose size is unchanged
-            continue
+        if s == o and linear and mode != "bicubic":
+            continue  # PyTorch copies an axis whose size is unchanged (bicubic's it resamples)
         if linear:
             build = _cubic_matrix if mode == "bicubic" else _linear_matrix
             matrix = build(s, o, scale, bool(align_corners), work)
             out = _apply_along(out, axis, _constant(matrix, input.dtype, input.device))
         else:
-            index = _nearest_index(s, o, scale, mode == "nearest-exact")
+            index = _nearest_index(s, o, scale, mode == "nearest-exact", d == 2)
             out = index_select(out, axis, _constant(index, dt.int64, input.device))
     return out

@@ -191,6 +191,50 @@ def test_interpolate_known_values():
     assert up[0, 0, 1].tolist() == [1.0, 1.5, 2.0]
 
 
+def test_interpolate_nearest_index_rules_of_each_dimensionality():
+    # PyTorch's 2-D nearest kernel copies an unchanged size and repeats each index where
+    # the size doubles; its 1-D and 3-D kernels apply floor(dst / scale) every time
+    def nearest(d, width, factor):
+        x = ember.arange(float(width)).reshape((1, 1) + (1,) * (d - 1) + (width,))
+        return F.interpolate(x, scale_factor=(1.0,) * (d - 1) + (factor,)).reshape(-1).tolist()
+    assert nearest(2, 4, 2.2) == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert nearest(1, 4, 2.2) == nearest(3, 4, 2.2) == [0, 0, 0, 1, 1, 2, 2, 3]
+    assert nearest(2, 5, 1.02) == [0, 1, 2, 3, 4]
+    assert nearest(1, 5, 1.02) == nearest(3, 5, 1.02) == [0, 0, 1, 2, 3]
+    # bicubic resamples an axis whose size is unchanged (bilinear copies it)
+    column = ember.arange(4.0).reshape(1, 1, 4, 1)
+    np.testing.assert_allclose(
+        F.interpolate(column, scale_factor=(1.16, 1), mode="bicubic").reshape(-1).numpy(),
+        [-0.04481, 0.71950, 1.62012, 2.60982], atol=1e-4)
+    assert F.interpolate(column, scale_factor=(1.16, 1), mode="bilinear").reshape(-1).tolist() \
+        == [0.0, 1.0, 2.0, 3.0]
+    # area with a scale that floors a size to 0 is empty (the other modes refuse)
+    assert F.interpolate(ember.ones(1, 2, 1), scale_factor=0.7, mode="area").shape == (1, 2, 0)
+
+
+@needs_torch
+@pytest.mark.parametrize("d", [1, 2, 3])
+def test_interpolate_matches_torch_across_sizes_and_factors(d):
+    linear = {1: "linear", 2: "bilinear", 3: "trilinear"}[d]
+    rng = np.random.default_rng(d)
+    for width in range(1, 8):
+        x = rng.standard_normal((1, 2) + (3,) * (d - 1) + (width,))
+        for factor in (0.7, 1.0, 1.02, 1.5, 2.0, 2.2, 2.6, 3.7):
+            for mode in ("nearest", "nearest-exact", "area", linear) + \
+                    (("bicubic",) if d == 2 else ()):
+                scale = (1.3,) * (d - 1) + (factor,)
+                try:
+                    want = TF.interpolate(torch.tensor(x), scale_factor=scale, mode=mode).numpy()
+                except RuntimeError:
+                    with pytest.raises(ember.EmberError):
+                        F.interpolate(ember.tensor(x), scale_factor=scale, mode=mode)
+                    continue
+                got = F.interpolate(ember.tensor(x), scale_factor=scale, mode=mode).numpy()
+                assert got.shape == want.shape, (width, factor, mode)
+                np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12,
+                                           err_msg=f"{mode} width {width} factor {factor}")
+
+
 @needs_torch
 @pytest.mark.parametrize("kw", [dict(size=(9, 11)), dict(size=(3, 4)), dict(scale_factor=2.0),
                                 dict(scale_factor=(1.5, 0.7)), dict(size=(1, 1)),
