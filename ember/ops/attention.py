@@ -269,6 +269,9 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         raise ShapeError(f"{name}: batch dims do not broadcast; got {shapes}") from None
     if scale is None:
         scale = 1.0 / math.sqrt(query.shape[-1]) if query.shape[-1] else 1.0
+    if keys == 0:  # no keys: a sum over none, zeros (differentiable), as in PyTorch
+        from .linalg import matmul
+        return matmul(matmul(query, key.transpose(-2, -1)), value)
     mask = None
     if is_causal:
         allowed = np.tril(np.ones((length, keys), dtype=bool))

@@ -39,11 +39,17 @@ def _operand(xp, a):
     return a if native_half_matmul(xp) else _upcast(a)
 
 
+def _rows(a):
+    """``a`` as a matrix of its last dim's rows (also where that dim is 0, which
+    ``reshape(-1, 0)`` cannot infer)."""
+    return a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
+
+
 def _linear_forward(xp, x, w, *bias, relu=False):
     """``x @ w.T + bias``; ``relu`` (set by ``ember.jit`` where a ReLU alone reads the
     result: :mod:`ember.compiler.passes.epilogues`) then applies ReLU."""
     a = _operand(xp, x)
-    flat = a.reshape(-1, a.shape[-1]) if a.ndim > 2 else a
+    flat = _rows(a) if a.ndim > 2 else a
     wt = _operand(xp, w).T
     b = _operand(xp, bias[0]) if bias else None
     inner = b is not None and b.ndim == 1 and b.dtype == wt.dtype == flat.dtype
@@ -58,8 +64,8 @@ def _linear_forward(xp, x, w, *bias, relu=False):
 
 
 def _linear_backward_forward(xp, g, x, w, need, bias_shape):
-    g2 = _operand(xp, g).reshape(-1, g.shape[-1])
-    x2 = _operand(xp, x).reshape(-1, x.shape[-1])
+    g2 = _rows(_operand(xp, g))
+    x2 = _rows(_operand(xp, x))
     zero = xp.zeros((), dtype=x.dtype)
     gx = zero
     if need[0]:

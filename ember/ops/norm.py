@@ -369,6 +369,8 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         return _normalize_with_stats(input, running_mean, running_var, weight, bias, eps)
     c = input.shape[1]
     count = input.numel() // c if c else 0
+    if input.numel() == 0:  # an empty batch: an empty result, the running stats unchanged
+        return _empty_affine(input, weight, bias)
     if count <= 1:
         raise EmberValueError(f"batch_norm: expected more than 1 value per channel when "
                               f"training, got input of shape {tuple(input.shape)}")
@@ -379,6 +381,17 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
                                axes, eps)
     if running_mean is not None or running_var is not None:
         _update_stats(running_mean, running_var, mean, rstd, eps, count, momentum, (c,))
+    return y
+
+
+def _empty_affine(input, weight, bias):
+    """``input`` (empty) times weight plus bias by channel: an empty result through which
+    weight and bias get zero gradients, as PyTorch's do."""
+    y = input.clone()
+    if weight is not None:
+        y = y * _channel_view(_as_input_dtype(weight, input), input.ndim)
+    if bias is not None:
+        y = y + _channel_view(_as_input_dtype(bias, input), input.ndim)
     return y
 
 
