@@ -31,7 +31,7 @@ from .shape import broadcast_shapes, expand, permute, reshape, unsqueeze, wrap_d
 __all__ = ["linear", "bilinear", "dropout", "dropout1d", "dropout2d", "dropout3d",
            "alpha_dropout", "feature_alpha_dropout", "embedding", "embedding_bag",
            "one_hot", "cosine_similarity", "pairwise_distance", "pdist", "pixel_shuffle",
-           "pixel_unshuffle"]
+           "pixel_unshuffle", "channel_shuffle"]
 
 # dropout ----------------------------------------------------------------------------------------
 def _check_p(name, p):
@@ -521,3 +521,20 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     x = reshape(input, (*lead, c, h // r, r, w // r, r))
     x = permute(x, (*range(n), n, n + 2, n + 4, n + 1, n + 3))
     return reshape(x, (*lead, c * r * r, h // r, w // r))
+
+
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """Interleave the channels of ``groups`` groups (ShuffleNet): (N, C, *) with channel
+    ``g * (C / groups) + i`` moved to ``i * groups + g``.
+
+    >>> F.channel_shuffle(ember.arange(4.0).reshape(1, 4, 1), 2).flatten()
+    tensor([0., 2., 1., 3.])
+    """
+    if not isinstance(groups, numbers.Integral) or groups <= 0:
+        raise EmberError(f"channel_shuffle: groups must be a positive int, got {groups!r}")
+    if input.ndim < 3 or input.shape[1] % groups:
+        raise ShapeError(f"channel_shuffle: expected an input (N, C, *) with C divisible by "
+                         f"groups={groups}, got shape {tuple(input.shape)}")
+    n, c, *rest = input.shape
+    x = reshape(input, (n, groups, c // groups, *rest))
+    return reshape(x.transpose(1, 2), (n, c, *rest))

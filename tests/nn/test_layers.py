@@ -55,6 +55,16 @@ CASES = [
      [IDX.ravel(), np.array([0, 5, 12])], {"per_sample_weights": rng0.random(12)}, True),
     ("PixelShuffle", (2,), {}, [rng0.standard_normal((2, 8, 3, 2))], {}, True),
     ("PixelUnshuffle", (2,), {}, [rng0.standard_normal((2, 2, 4, 6))], {}, True),
+    ("ChannelShuffle", (3,), {}, [rng0.standard_normal((2, 6, 2, 3))], {}, True),
+    ("Unfold", ((2, 3),), {"padding": 1, "stride": (2, 1)}, [rng0.standard_normal((2, 3, 5, 4))],
+     {}, True),
+    ("Fold", ((4, 5), 2), {}, [rng0.standard_normal((2, 12, 12))], {}, True),
+    ("ConstantPad1d", ((2, 1), 0.5), {}, [rng0.standard_normal((2, 3, 4))], {}, True),
+    ("ZeroPad2d", (1,), {}, [rng0.standard_normal((2, 3, 4, 3))], {}, True),
+    ("ReflectionPad2d", ((2, 1, 1, 2),), {}, [rng0.standard_normal((2, 3, 4, 3))], {}, True),
+    ("ReplicationPad3d", ((1, 0, 2, 1, 0, 1),), {}, [rng0.standard_normal((1, 2, 3, 3, 2))], {},
+     True),
+    ("CircularPad1d", (2,), {}, [rng0.standard_normal((2, 3, 4))], {}, True),
     ("Upsample", (), {"scale_factor": 2}, [rng0.standard_normal((2, 3, 4, 3))], {}, True),
     ("Upsample", (), {"size": (5, 7), "mode": "bilinear"},
      [rng0.standard_normal((2, 3, 4, 3))], {}, True),
@@ -146,3 +156,10 @@ def test_embedding_padding_from_pretrained_and_errors():
     for args, kwargs in [((5, 3), {"padding_idx": -1, "max_norm": 2.0, "norm_type": 1.0}),
                          ((5, 3), {"scale_grad_by_freq": True})]:
         assert repr(nn.Embedding(*args, **kwargs)) == repr(tnn.Embedding(*args, **kwargs))
+
+
+def test_padding_and_shuffle_layers_name_bad_arguments():
+    with pytest.raises(ember.EmberError, match=r"ZeroPad2d: padding must be an int or 4 ints"):
+        nn.ZeroPad2d((1, 2, 3))
+    with pytest.raises(ember.ShapeError, match=r"channel_shuffle: .*groups=2.*\(1, 5, 2\)"):
+        nn.ChannelShuffle(2)(ember.ones(1, 5, 2))

@@ -1,11 +1,12 @@
-"""PixelShuffle and PixelUnshuffle: move values between channels and space."""
+"""PixelShuffle, PixelUnshuffle and ChannelShuffle: move values between channels and
+space, or among the channels."""
 from __future__ import annotations
 
 from ...tensor import Tensor
 from .. import functional as F
 from ..module import Module
 
-__all__ = ["PixelShuffle", "PixelUnshuffle"]
+__all__ = ["PixelShuffle", "PixelUnshuffle", "ChannelShuffle"]
 
 
 class PixelShuffle(Module):
@@ -42,3 +43,21 @@ class PixelUnshuffle(Module):
 
     def extra_repr(self) -> str:
         return f"downscale_factor={self.downscale_factor}"
+
+
+class ChannelShuffle(Module):
+    """Interleaves the channels of ``groups`` groups (ShuffleNet's shuffle).
+
+    >>> ember.nn.ChannelShuffle(2)(ember.arange(4.0).reshape(1, 4, 1)).flatten()
+    tensor([0., 2., 1., 3.])
+    """
+
+    def __init__(self, groups: int):
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.channel_shuffle(input, self.groups)
+
+    def extra_repr(self) -> str:
+        return f"groups={self.groups}"
