@@ -8,7 +8,7 @@ from ._promote import FLOAT, promote
 
 __all__ = ["addcmul", "addcdiv", "clamp_min", "clamp_max", "logaddexp",
            "logaddexp2", "deg2rad", "rad2deg", "copysign", "heaviside", "sinc", "asinh",
-           "acosh", "atanh", "arcsinh", "arccosh", "arctanh", "positive"]
+           "acosh", "atanh", "arcsinh", "arccosh", "arctanh", "positive", "rsub"]
 
 
 def addcmul(input, tensor1, tensor2, *, value=1):
@@ -130,3 +130,12 @@ arcsinh, arccosh, arctanh = asinh, acosh, atanh
 def positive(input):
     """input itself (PyTorch's unary plus)."""
     return input
+
+
+def rsub(input, other, *, alpha=1):
+    """other - alpha * input (subtraction with the operands swapped).
+
+    >>> ember.rsub(ember.tensor([1.0, 2.0]), 5, alpha=2)
+    tensor([3., 1.])
+    """
+    return ew.sub(other, input if ew._is_one(alpha) else ew.mul(input, alpha))

@@ -25,7 +25,7 @@ for _m in (ew, ewc, lg, reduce, scan, shape):
 for _name in shape.METHODS_ONLY:
     _METHODS[_name] = getattr(shape, _name)
 for _skip in ("cast", "broadcast_shapes", "broadcast_tensors", "sum_to", "cat", "concat",
-              "concatenate", "stack", "hstack", "vstack", "dstack", "atleast_1d",
+              "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack", "row_stack", "atleast_1d",
               "atleast_2d", "atleast_3d"):
     _METHODS.pop(_skip, None)
 
@@ -100,6 +100,13 @@ def _install():
     for name, fn in augmented.items():
         setattr(Tensor, name, _inplace_method(fn, name))
 
+    # x == None is False (and x != None True), as in PyTorch, not a type error
+    Tensor.__eq__ = lambda self, other: False if other is None else lg.eq(self, other)
+    Tensor.__ne__ = lambda self, other: True if other is None else lg.ne(self, other)
+    Tensor.type_as = lambda self, other: self.to(other.dtype)
+    Tensor.is_signed = lambda self: self._dtype.is_signed
+    Tensor.itemsize = property(lambda self: self._dtype.itemsize)
+    Tensor.nbytes = property(lambda self: self._dtype.itemsize * self._data.size)
     # x.where(condition, y) is where(condition, x, y): the tensor is the values, not the
     # condition (which the function takes first)
     Tensor.where = lambda self, condition, other: ew.where(condition, self, other)
@@ -145,7 +152,11 @@ def _zero_(self):
 
 
 def _copy_(self, src, non_blocking: bool = False):
-    """Copy ``src`` (broadcast, cast to this dtype) into this tensor in place."""
+    """Copy ``src`` (broadcast, cast to this dtype) into this tensor in place; a Python
+    number fills it, as PyTorch allows."""
+    if not isinstance(src, Tensor):
+        return _fill_forward_method(self, src)
+
     def compute(x):
         s = src.to(device=x.device, dtype=x.dtype)
         return shape.expand(s, tuple(x.shape)).clone()

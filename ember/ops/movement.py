@@ -185,13 +185,16 @@ _FLIP = register("flip", lambda xp, a, dims: xp.flip(a, dims).copy(),
                  lambda n, g: apply(_FLIP, g, dims=n.params["dims"]), saves_inputs=False)
 
 
-def flip(input, dims):
-    """Reverse the order of elements along ``dims`` (a copy).
+def flip(input, dims, *more):
+    """Reverse the order of elements along ``dims`` (a copy); ``x.flip(0, 1)`` is
+    ``x.flip((0, 1))``.
 
     >>> ember.flip(ember.tensor([[1, 2], [3, 4]]), (1,))
     tensor([[2, 1],
             [4, 3]])
     """
+    if more:
+        dims = (dims,) + more
     dims = wrap_dims(dims, input.ndim, "flip")
     return apply(_FLIP, input, dims=dims if input.ndim else ())
 

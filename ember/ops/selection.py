@@ -31,8 +31,9 @@ from .shape import expand, reshape, wrap_dim
 __all__ = ["gather", "scatter", "scatter_add", "scatter_reduce", "index_select", "index_add",
            "index_copy", "index_fill", "masked_fill", "masked_select", "masked_scatter",
            "take", "take_along_dim", "nonzero", "argwhere", "sort", "argsort", "msort",
-           "topk", "kthvalue", "unique", "unique_consecutive", "searchsorted", "bucketize"]
-NOT_METHODS = ("searchsorted", "bucketize")
+           "topk", "kthvalue", "unique", "unique_consecutive", "searchsorted", "bucketize",
+           "unravel_index"]
+NOT_METHODS = ("searchsorted", "bucketize", "unravel_index")
 
 
 # Argument checks -------------------------------------------------------------------------
@@ -565,7 +566,7 @@ for _fn in (scatter_, scatter_add_, scatter_reduce_, index_add_, index_copy_, in
 # Masked ops, take and nonzero live in masked.py and take.py; they use the checks above,
 # so they are imported here, after them (and exported from here too).
 from .masked import masked_fill, masked_scatter, masked_select  # noqa: E402,F401
-from .take import argwhere, nonzero, take, take_along_dim  # noqa: E402,F401
+from .take import argwhere, nonzero, take, take_along_dim, unravel_index  # noqa: E402,F401
 
 # The sorting family builds on gather and take_along_dim above, so it is imported last.
 from .sorting import (argsort, bucketize, kthvalue, msort, searchsorted, sort,  # noqa: E402

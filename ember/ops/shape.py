@@ -15,7 +15,8 @@ __all__ = ["reshape", "view", "permute", "transpose", "swapaxes",
            "broadcast_to", "broadcast_tensors", "broadcast_shapes", "squeeze", "unsqueeze",
            "flatten", "unflatten", "ravel", "narrow", "select", "split", "chunk", "unbind",
            "tensor_split", "contiguous", "clone", "cat", "concat", "concatenate", "stack",
-           "hstack", "vstack", "dstack", "atleast_1d", "atleast_2d", "atleast_3d"]
+           "hstack", "vstack", "dstack", "column_stack", "row_stack", "hsplit", "vsplit",
+           "dsplit", "atleast_1d", "atleast_2d", "atleast_3d"]
 
 
 def wrap_dim(dim, ndim: int, op: str) -> int:
@@ -578,3 +579,45 @@ def vstack(tensors):
 def dstack(tensors):
     tensors = atleast_3d(*tensors) if len(tensors) > 1 else (atleast_3d(tensors[0]),)
     return cat(tensors, 2)
+
+
+def column_stack(tensors):
+    """Side by side as columns: 0-d and 1-d tensors become (n, 1) columns first.
+
+    >>> ember.column_stack([ember.tensor([1, 2]), ember.tensor([3, 4])])
+    tensor([[1, 3],
+            [2, 4]])
+    """
+    columns = [reshape(t, (t.numel(), 1)) if t.ndim <= 1 else t for t in tensors]
+    return cat(columns, 1)
+
+
+row_stack = vstack
+
+
+def _split_along(name, input, sections, dim, least):
+    if input.ndim < least:
+        raise ShapeError(f"{name}: requires a tensor with at least {least} dimension"
+                         f"{'s' if least > 1 else ''}, but got a tensor with {input.ndim} "
+                         f"dimensions")
+    if isinstance(sections, numbers.Integral) and (sections <= 0 or
+                                                   input.shape[dim] % sections):
+        raise ShapeError(f"{name}: attempted to split along dimension {dim}, but the size of "
+                         f"the dimension {input.shape[dim]} is not divisible by the split_size "
+                         f"{sections}")
+    return tensor_split(input, sections, dim)
+
+
+def hsplit(input, indices_or_sections):
+    """:func:`tensor_split` along dim 1 (dim 0 of a 1-d tensor); an int must divide it."""
+    return _split_along("hsplit", input, indices_or_sections, 1 if input.ndim > 1 else 0, 1)
+
+
+def vsplit(input, indices_or_sections):
+    """:func:`tensor_split` along dim 0 of a tensor of 2 or more dims."""
+    return _split_along("vsplit", input, indices_or_sections, 0, 2)
+
+
+def dsplit(input, indices_or_sections):
+    """:func:`tensor_split` along dim 2 of a tensor of 3 or more dims."""
+    return _split_along("dsplit", input, indices_or_sections, 2, 3)

@@ -110,3 +110,26 @@ def argwhere(input):
             [2]])
     """
     return apply(_NONZERO, input)
+
+
+def unravel_index(indices, shape) -> tuple:
+    """The per-dim indices of flat ``indices`` into a tensor of ``shape`` (row-major), one
+    int64 tensor per dim. Like PyTorch, out-of-range indices wrap (floor division).
+
+    >>> ember.unravel_index(ember.tensor([4, 1, 8]), (3, 3))
+    (tensor([1, 0, 2]), tensor([1, 1, 2]))
+    """
+    from .elementwise import floor_divide, remainder
+    if isinstance(shape, int):
+        shape = (shape,)
+    shape = tuple(shape)
+    if indices.dtype.is_floating_point or indices.dtype.name == "bool":
+        raise EmberIndexError(f"unravel_index: expected an integer indices tensor, got "
+                              f"{indices.dtype.name}")
+    if any(not isinstance(s, (int, np.integer)) or s < 0 for s in shape):
+        raise ShapeError(f"unravel_index: shape must be non-negative ints, got {shape}")
+    rest, out = indices.to(_INT64[0]), []
+    for size in reversed(shape):
+        out.append(remainder(rest, size) if size else rest * 0)
+        rest = floor_divide(rest, size) if size else rest
+    return tuple(reversed(out))
