@@ -195,8 +195,74 @@ _INDEX_BACKWARD = register("index_backward", _index_backward_forward,
                            saves_inputs=False)
 
 
+def _traced_integer_tensors(index) -> bool:
+    """Whether ``index`` holds integer tensors ember.jit is tracing (values not known)."""
+    from ..tensor import Tensor
+    items = index if isinstance(index, tuple) else (index,)
+    return any(isinstance(i, Tensor) and getattr(i._data, "_ember_tracer", False) and
+               i.dtype in (dt.int64, dt.int32) and i.ndim for i in items)
+
+
+def _rebuild(spec, arrays):
+    """The index tuple: ``spec``'s items, each ("tensor", k) replaced by ``arrays[k]``."""
+    return tuple(arrays[i[1]] if isinstance(i, tuple) else i for i in spec)
+
+
+def _index_tensors_forward(xp, a, *arrays, spec):
+    idx = _rebuild(spec, arrays)
+    split = split_int_index(idx, a.shape, "index")
+    if split is not None:
+        a, idx = a[split[0]], split[1]
+    return _getitem(a, idx)
+
+
+def _index_tensors_backward_forward(xp, g, *arrays, shape, spec):
+    out = xp.zeros(shape, g.dtype)
+    idx = _rebuild(spec, arrays)
+    split = split_int_index(idx, shape, "index")
+    target = out
+    if split is not None:
+        target, idx = out[split[0]], split[1]  # (a view: basic indices)
+    xp.add.at(target, idx, g)
+    return out
+
+
+_INDEX_TENSORS = register(
+    "index_tensors", _index_tensors_forward,
+    lambda n, g: (apply(_INDEX_TENSORS_BACKWARD, g, *n.inputs[1:], shape=n.inputs[0].shape,
+                        spec=n.params["spec"]),) + (None,) * (len(n.inputs) - 1))
+_INDEX_TENSORS_BACKWARD = register(
+    "index_tensors_backward", _index_tensors_backward_forward,
+    lambda n, g: (apply(_INDEX_TENSORS, g, *n.inputs[1:], spec=n.params["spec"]),) +
+    (None,) * (len(n.inputs) - 1))
+
+
+def _getitem_traced(input, index):
+    """``input[index]`` with integer tensors that ember.jit is tracing: they go into the
+    graph as inputs of one op (eagerly they are read as arrays: :func:`normalize_index`)."""
+    from ..tensor import Tensor
+    items = index if isinstance(index, tuple) else (index,)
+    tensors, spec = [], []
+    for item in items:
+        if isinstance(item, Tensor) and getattr(item._data, "_ember_tracer", False):
+            if item.dtype not in (dt.int64, dt.int32) or not item.ndim:
+                raise EmberTypeError(
+                    "index: ember.jit can capture integer tensors (1 or more dims) as "
+                    f"indices, not a traced {item.dtype.name} tensor of shape "
+                    f"{tuple(item.shape)}; index outside the compiled function, or use "
+                    "masked_fill/where for a mask")
+            spec.append(("tensor", len(tensors)))
+            tensors.append(item)
+        else:
+            normalized, _ = normalize_index((item,), input.device)
+            spec.extend(normalized)
+    return apply(_INDEX_TENSORS, input, *tensors, spec=tuple(spec))
+
+
 def getitem(input, index):
     """``input[index]``: ints, slices, None, ``...``, integer or bool tensors/lists."""
+    if _traced_integer_tensors(index):
+        return _getitem_traced(input, index)
     idx, basic = normalize_index(index, input.device, input.ndim)
     if input.ndim == 0 and any(isinstance(i, (int, slice)) and not isinstance(i, bool)
                                for i in idx):

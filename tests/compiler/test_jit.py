@@ -442,3 +442,27 @@ def test_a_backward_that_reads_values_is_an_error_not_a_missing_gradient():
         out = ember.jit(lambda x: Scaled.apply(x), fallback=True)(x)
     out.sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0, 3.0])
+
+
+@pytest.mark.parametrize("index", [
+    lambda t: t, lambda t: (slice(None), t % 3), lambda t: (t, 1), lambda t: (1, t % 3),
+    lambda t: t.reshape(2, 2), lambda t: (t, t % 3), lambda t: t * 0])
+def test_indexing_with_a_traced_integer_tensor_matches_eager(index):
+    w0 = np.random.default_rng(1).standard_normal((5, 3))
+    t = ember.tensor([4, 0, 2, 2])
+    results = []
+    for run in (lambda w, t: w[index(t)], ember.jit(lambda w, t: w[index(t)])):
+        w = ember.tensor(w0, requires_grad=True)
+        out = run(w, t)
+        (out * out).sum().backward()  # repeated indices add up in the gradient
+        results.append((out.detach().numpy(), w.grad.numpy()))
+    np.testing.assert_array_equal(results[1][0], results[0][0])
+    np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-15)
+
+
+def test_a_traced_index_out_of_range_is_an_index_error_when_run():
+    f = ember.jit(lambda w, t: w[t])
+    f(ember.ones(5, 3), ember.tensor([1, 2]))
+    with pytest.raises(ember.EmberIndexError, match="index 7 is out of bounds for dimension 0 "
+                                                    "with size 5"):
+        f(ember.ones(5, 3), ember.tensor([7, 0]))
