@@ -68,10 +68,11 @@ def _binary(name, forward, vjp, kind=SAME, doc="", saves_inputs=True, bool_ok=Tr
                 for v in (input, other))):
             raise EmberError(f"{name}: not supported for bool operands (got "
                              f"{describe((input, other))}); use logical_xor() or ~ instead")
-        if dtype.itemsize == 2 and dtype.is_floating_point and \
+        if dtype is dt.float16 and \
                 not (hasattr(input, "dtype") and hasattr(other, "dtype")):
-            # a half tensor and a Python number: computed in float32 and rounded once, as
-            # PyTorch's CPU kernels do (h * 70000 is 35008 for h = 0.5, not inf)
+            # a float16 tensor and a Python number: computed in float32 and rounded once, as
+            # PyTorch's CPU kernels do (h * 70000 is 35008 for h = 0.5, not inf). (bfloat16
+            # has float32's range; it still rounds the number first: within one ulp.)
             (a, b), _ = promote(name, [_float32(v) for v in (input, other)], kind)
             return cast(apply(op, a, b), dtype)
         return apply(op, a, b)

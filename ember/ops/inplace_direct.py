@@ -23,8 +23,8 @@ def _operand(target, value):
     if not isinstance(value, (int, float, bool)):
         return None
     dtype = target._dtype
-    if dtype.itemsize == 2 and dtype.is_floating_point:
-        return None  # a half type computes with a number in float32 (the general path)
+    if dtype is dt.float16:
+        return None  # float16 computes with a number in float32 (the general path)
     if isinstance(value, int) and not isinstance(value, bool) and dtype._category == dt._INT:
         info = np.iinfo(dtype.np)
         if not info.min <= value <= info.max:
