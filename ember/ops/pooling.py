@@ -237,6 +237,11 @@ def _max_unpool_forward(xp, g, index, size, overlaps):
             return done
     n, c = g.shape[:2]
     plane = math.prod(size)
+    if index.size and (int(index.max()) >= plane or int(index.min()) < 0):
+        # a window entirely in the padding (its max is -inf, at no input position): no
+        # input gets its gradient
+        inside = (index >= 0) & (index < plane)
+        g, index = xp.where(inside, g, 0), xp.where(inside, index, 0)
     per_plane = math.prod(index.shape[2:])
     where = (index.reshape(n * c, per_plane) + xp.arange(n * c)[:, None] * plane).reshape(-1)
     if overlaps:  # a position may win several windows: accumulate

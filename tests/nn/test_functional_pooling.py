@@ -352,3 +352,14 @@ def _x(*shape):
 def test_errors_name_the_op_and_the_shapes(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+@pytest.mark.parametrize("pool,shape", [(F.max_pool1d, (1, 1, 1)), (F.max_pool2d, (1, 1, 1, 1))])
+def test_a_max_pool_window_entirely_in_the_padding_gives_no_gradient(pool, shape):
+    # kernel 2, stride 2, padding 1, dilation 2 over one element: the window reads only
+    # padding, so its max is -inf at no input position
+    x = ember.ones(*shape, requires_grad=True)
+    y = pool(x, 2, 2, 1, 2)
+    y.sum().backward()
+    assert y.reshape(-1).tolist() == [float("-inf")]
+    assert x.grad.reshape(-1).tolist() == [0.0]
