@@ -317,6 +317,7 @@ fmin, _ = _binary("fmin", lambda xp, a, b: xp.fmin(a, b), _maxmin_vjp(False),
 def _atan2_vjp(n, g):
     a, b = n.saved_inputs()
     d = a * a + b * b
+    d = where(d == 0, 1, d)  # at the origin: 0 (not 0/0), as PyTorch gives
     return g * b / d, -g * a / d
 
 

@@ -88,3 +88,9 @@ def test_in_place_integer_ops_wrap_an_out_of_range_number(method, value, dtype, 
     x = ember.tensor([0, 1, 100], dtype=dtype)
     getattr(x, method)(value)
     assert x.numpy().tolist() == expected and x.dtype is dtype
+
+
+def test_atan2_gradient_at_the_origin_is_zero():
+    _, (ga, gb) = _grad(ember.atan2, [0.0, 1.0], [0.0, 2.0])
+    np.testing.assert_allclose(ga, [0.0, 0.4], rtol=1e-14)
+    np.testing.assert_allclose(gb, [0.0, -0.2], rtol=1e-14)
