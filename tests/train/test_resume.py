@@ -215,7 +215,7 @@ def test_sigint_is_held_to_the_step_boundary_and_checkpointed(tmp_path):
     class Interrupt(ember.train.Callback):
         def on_step_start(self, trainer):
             if trainer.global_step == 3:  # mid-step: held until the step completes
-                os.kill(os.getpid(), signal.SIGINT)
+                signal.raise_signal(signal.SIGINT)  # (to this, the main, thread)
     trainer = build(N, checkpoint_dir=tmp_path, callbacks=[Interrupt()])
     with pytest.raises(KeyboardInterrupt):
         trainer.fit()

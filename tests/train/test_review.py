@@ -51,7 +51,7 @@ def test_sigint_at_an_epochs_start_resumes_exactly(tmp_path):
     class Interrupt(ember.train.Callback):
         def on_epoch_start(self, trainer):
             if trainer.epoch == 2:
-                os.kill(os.getpid(), signal.SIGINT)  # held, raised before the first step
+                signal.raise_signal(signal.SIGINT)  # held, raised before the first step
     straight = build(N)
     straight.fit()
     with pytest.raises(KeyboardInterrupt):
