@@ -211,7 +211,7 @@ def test_exception_writes_emergency_checkpoint_that_resumes_exactly(tmp_path):
     assert_identical(params(resumed.model), params(_straight().model))
 
 
-def test_sigint_is_held_to_the_step_boundary_and_checkpointed(tmp_path):
+def test_sigint_is_held_to_the_step_boundary_and_checkpointed(tmp_path, sigint_default):
     class Interrupt(ember.train.Callback):
         def on_step_start(self, trainer):
             if trainer.global_step == 3:  # mid-step: held until the step completes

@@ -47,7 +47,7 @@ def test_emergency_mid_accumulation_at_an_epochs_start_resumes_exactly(tmp_path)
     assert_identical(params(resumed.model), params(straight.model))
 
 
-def test_sigint_at_an_epochs_start_resumes_exactly(tmp_path):
+def test_sigint_at_an_epochs_start_resumes_exactly(tmp_path, sigint_default):
     class Interrupt(ember.train.Callback):
         def on_epoch_start(self, trainer):
             if trainer.epoch == 2:
