@@ -604,8 +604,9 @@ def lerp(input, end, weight):
 def _clamp_vjp(n, g):
     x, lo, hi = n.saved_inputs()
     zero = g * 0
-    # min(max(x, lo), hi): where lo > hi the result is hi, whatever x is
-    return (where((x >= lo) & (x <= hi), g, zero), where((x < lo) & (lo <= hi), g, zero),
+    # min(max(x, lo), hi): where lo > hi the result is hi, whatever x is; where lo == hi
+    # and x < lo, PyTorch passes the gradient to neither bound (nor to x), and so does this
+    return (where((x >= lo) & (x <= hi), g, zero), where((x < lo) & (lo < hi), g, zero),
             where((x > hi) | (lo > hi), g, zero))
 
 

@@ -94,3 +94,13 @@ def test_atan2_gradient_at_the_origin_is_zero():
     _, (ga, gb) = _grad(ember.atan2, [0.0, 1.0], [0.0, 2.0])
     np.testing.assert_allclose(ga, [0.0, 0.4], rtol=1e-14)
     np.testing.assert_allclose(gb, [0.0, -0.2], rtol=1e-14)
+
+
+def test_clamp_gradient_with_equal_tensor_bounds_follows_pytorch():
+    x = ember.tensor([0.0, 1.0, 2.0], requires_grad=True)
+    lo = ember.ones(3, requires_grad=True)
+    hi = ember.ones(3, requires_grad=True)
+    ember.clamp(x, lo, hi).sum().backward()
+    assert x.grad.tolist() == [0.0, 1.0, 0.0]
+    assert lo.grad.tolist() == [0.0, 0.0, 0.0]  # (torch 2.13 drops the first one's)
+    assert hi.grad.tolist() == [0.0, 0.0, 1.0]
