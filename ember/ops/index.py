@@ -237,9 +237,38 @@ _INDEX_TENSORS_BACKWARD = register(
     (None,) * (len(n.inputs) - 1))
 
 
-def _getitem_traced(input, index):
-    """``input[index]`` with integer tensors that ember.jit is tracing: they go into the
-    graph as inputs of one op (eagerly they are read as arrays: :func:`normalize_index`)."""
+def _index_put_tensors_forward(xp, a, v, *arrays, spec):
+    out = a.copy()
+    idx = _rebuild(spec, arrays)
+    split = split_int_index(idx, a.shape, "setitem")
+    target = out
+    if split is not None:
+        target, idx = out[split[0]], split[1]  # (a view: basic indices)
+    try:
+        target[idx] = v
+    except (ValueError, IndexError) as exc:
+        if isinstance(exc, IndexError):
+            raise _bad_index("setitem", a.shape, exc) from None
+        raise EmberError(f"setitem: can't assign a value of shape {v.shape} to a region of "
+                         f"a tensor of shape {a.shape}: {exc}") from None
+    return out
+
+
+def _index_put_tensors_vjp(n, g):
+    from .reduce import sum_to
+    value, indices, spec = n.inputs[1], n.inputs[2:], n.params["spec"]
+    ga = apply(_INDEX_PUT_TENSORS, g, g.new_zeros(()), *indices, spec=spec)
+    gv = sum_to(apply(_INDEX_TENSORS, g, *indices, spec=spec), tuple(value.shape))
+    return (ga, gv) + (None,) * len(indices)
+
+
+_INDEX_PUT_TENSORS = register("index_put_tensors", _index_put_tensors_forward,
+                              _index_put_tensors_vjp)
+
+
+def _traced_spec(input, index) -> tuple:
+    """(the index tensors ember.jit is tracing, the index with each of them replaced by
+    ("tensor", k)): what the ``*_tensors`` ops take."""
     from ..tensor import Tensor
     items = index if isinstance(index, tuple) else (index,)
     tensors, spec = [], []
@@ -256,7 +285,14 @@ def _getitem_traced(input, index):
         else:
             normalized, _ = normalize_index((item,), input.device)
             spec.extend(normalized)
-    return apply(_INDEX_TENSORS, input, *tensors, spec=tuple(spec))
+    return tensors, tuple(spec)
+
+
+def _getitem_traced(input, index):
+    """``input[index]`` with integer tensors that ember.jit is tracing: they go into the
+    graph as inputs of one op (eagerly they are read as arrays: :func:`normalize_index`)."""
+    tensors, spec = _traced_spec(input, index)
+    return apply(_INDEX_TENSORS, input, *tensors, spec=spec)
 
 
 def getitem(input, index):
@@ -338,12 +374,20 @@ def setitem(input, index, value) -> None:
     from ._promote import as_operand, scalar_tensor
     from ..tensor import Tensor
     from .inplace import inplace
-    idx, _ = normalize_index(index, input.device, input.ndim)
+    traced = _traced_integer_tensors(index)
+    if not traced:
+        idx, _ = normalize_index(index, input.device, input.ndim)
     value = as_operand("setitem", value, input.device)
     if not isinstance(value, Tensor):
         value = scalar_tensor(value, input.dtype, input.device)
     elif value.dtype is not input.dtype:
         value = value.to(input.dtype)
+    if traced:  # integer index tensors ember.jit is tracing: inputs of one op
+        tensors, spec = _traced_spec(input, index)
+        inplace("setitem", input,
+                lambda x: apply(_INDEX_PUT_TENSORS, x, value, *tensors, spec=spec),
+                others=(value,))
+        return
 
     advanced = any(hasattr(i, "dtype") for i in idx)
 

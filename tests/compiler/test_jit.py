@@ -466,3 +466,23 @@ def test_a_traced_index_out_of_range_is_an_index_error_when_run():
     with pytest.raises(ember.EmberIndexError, match="index 7 is out of bounds for dimension 0 "
                                                     "with size 5"):
         f(ember.ones(5, 3), ember.tensor([7, 0]))
+
+
+def test_assigning_through_a_traced_integer_index_matches_eager():
+    def f(w, t, v):
+        y = w * 1.0
+        y[t] = v * 2
+        y[:, t % 2] = 0.5 * y[:, t % 2]
+        return y
+    w0, v0 = np.random.default_rng(2).standard_normal((5, 3)), np.arange(3.0)
+    t = ember.tensor([4, 1])
+    results = []
+    for run in (f, ember.jit(f)):
+        w, v = ember.tensor(w0, requires_grad=True), ember.tensor(v0, requires_grad=True)
+        out = run(w, t, v)
+        (out ** 2).sum().backward()
+        results.append((out.detach().numpy(), w.grad.numpy(), v.grad.numpy()))
+    for got, want in zip(results[1], results[0]):
+        np.testing.assert_allclose(got, want, rtol=1e-14)
+    with pytest.raises(ember.EmberIndexError, match="setitem: index 5 is out of bounds"):
+        ember.jit(f)(ember.tensor(w0), ember.tensor([5, 0]), ember.tensor(v0))
