@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..errors import EmberError, EmberIndexError, EmberTypeError, ShapeError
+from . import registry
 from .registry import apply, register
 
 __all__ = ["getitem", "setitem", "slice_dim", "index_put"]
@@ -197,6 +198,8 @@ _INDEX_BACKWARD = register("index_backward", _index_backward_forward,
 
 def _traced_integer_tensors(index) -> bool:
     """Whether ``index`` holds integer tensors ember.jit is tracing (values not known)."""
+    if registry._trace is None:  # (eagerly: no cost beyond this test)
+        return False
     from ..tensor import Tensor
     items = index if isinstance(index, tuple) else (index,)
     return any(isinstance(i, Tensor) and getattr(i._data, "_ember_tracer", False) and
@@ -208,22 +211,22 @@ def _rebuild(spec, arrays):
     return tuple(arrays[i[1]] if isinstance(i, tuple) else i for i in spec)
 
 
-def _index_tensors_forward(xp, a, *arrays, spec):
+def _indexed(a, spec, arrays, op):
+    """(the array the advanced part of the index applies to, that part): ``a`` and the
+    whole index, or, in PyTorch's order for ints mixed with tensors, the view ``a`` takes
+    at the ints and the rest (see :func:`split_int_index`)."""
     idx = _rebuild(spec, arrays)
-    split = split_int_index(idx, a.shape, "index")
-    if split is not None:
-        a, idx = a[split[0]], split[1]
-    return _getitem(a, idx)
+    split = split_int_index(idx, a.shape, op)
+    return (a, idx) if split is None else (a[split[0]], split[1])
+
+
+def _index_tensors_forward(xp, a, *arrays, spec):
+    return _getitem(*_indexed(a, spec, arrays, "index"))
 
 
 def _index_tensors_backward_forward(xp, g, *arrays, shape, spec):
     out = xp.zeros(shape, g.dtype)
-    idx = _rebuild(spec, arrays)
-    split = split_int_index(idx, shape, "index")
-    target = out
-    if split is not None:
-        target, idx = out[split[0]], split[1]  # (a view: basic indices)
-    xp.add.at(target, idx, g)
+    xp.add.at(*_indexed(out, spec, arrays, "index"), g)
     return out
 
 
@@ -239,18 +242,11 @@ _INDEX_TENSORS_BACKWARD = register(
 
 def _index_put_tensors_forward(xp, a, v, *arrays, spec):
     out = a.copy()
-    idx = _rebuild(spec, arrays)
-    split = split_int_index(idx, a.shape, "setitem")
-    target = out
-    if split is not None:
-        target, idx = out[split[0]], split[1]  # (a view: basic indices)
+    target, idx = _indexed(out, spec, arrays, "setitem")
     try:
         target[idx] = v
     except (ValueError, IndexError) as exc:
-        if isinstance(exc, IndexError):
-            raise _bad_index("setitem", a.shape, exc) from None
-        raise EmberError(f"setitem: can't assign a value of shape {v.shape} to a region of "
-                         f"a tensor of shape {a.shape}: {exc}") from None
+        raise _setitem_error(a, v, exc) from None
     return out
 
 
