@@ -68,17 +68,22 @@ def _binary(name, forward, vjp, kind=SAME, doc="", saves_inputs=True, bool_ok=Tr
                 for v in (input, other))):
             raise EmberError(f"{name}: not supported for bool operands (got "
                              f"{describe((input, other))}); use logical_xor() or ~ instead")
-        if dtype is dt.float16 and \
-                not (hasattr(input, "dtype") and hasattr(other, "dtype")):
-            # a float16 tensor and a Python number: computed in float32 and rounded once, as
-            # PyTorch's CPU kernels do (h * 70000 is 35008 for h = 0.5, not inf). (bfloat16
-            # has float32's range; it still rounds the number first: within one ulp.)
+        if dtype.itemsize == 2 and dtype.is_floating_point and \
+                (_scalar_like(input, dtype) or _scalar_like(other, dtype)):
+            # a half-precision tensor and a number: computed in float32 and rounded once,
+            # as PyTorch's CPU kernels do (h * 70000 is 35008 for h = 0.5, not inf)
             (a, b), _ = promote(name, [_float32(v) for v in (input, other)], kind)
             return cast(apply(op, a, b), dtype)
         return apply(op, a, b)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"{doc}\n\n    >>> ember.{name}(ember.tensor([1.0, 2.0]), 3.0)\n"
     return fn, op
+
+
+def _scalar_like(v, dtype) -> bool:
+    """A Python number, or a 0-d tensor of another dtype (ember.jit's learning rates):
+    PyTorch's kernels read either as a float32 number, not rounded to ``dtype``."""
+    return not hasattr(v, "dtype") or (v.ndim == 0 and v.dtype is not dtype)
 
 
 def _float32(v):

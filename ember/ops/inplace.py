@@ -79,6 +79,18 @@ def _check_leaf(name, target):
                          "in an in-place operation.")
 
 
+def _check_overlap(name, target):
+    """PyTorch refuses to write into a tensor whose elements share memory (an expanded
+    view); NumPy marks such views read-only, so only those need the look at strides."""
+    arr = target._data
+    if getattr(getattr(arr, "flags", None), "writeable", True):
+        return
+    if any(st == 0 and n > 1 for st, n in zip(arr.strides, arr.shape)):
+        raise EmberError(f"{name}: more than one element of the written-to tensor (shape "
+                         f"{list(target.shape)}, an expanded view) refers to a single memory "
+                         "location; clone() the tensor before the in-place operation")
+
+
 def _check_result(name, target, out):
     if out._data.shape != target._data.shape:
         raise EmberError(f"{name}: output with shape {list(target.shape)} doesn't match the "
@@ -97,6 +109,7 @@ def inplace(name: str, target, compute, others=(), direct=None):
         direct: optionally, a faster ``direct(array)`` that writes the result into the
             array itself; used when no gradient is involved.
     """
+    _check_overlap(name, target)
     recording = grad_mode._state.enabled
     if recording:
         if target._base is not None:

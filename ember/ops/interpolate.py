@@ -144,9 +144,10 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         raise EmberError(f"{name}: mode must be one of {', '.join(_MODES)}, got {mode!r}")
     if antialias:
         raise EmberError(f"{name}: antialias=True is not supported")
-    if not input.dtype.is_floating_point:
-        raise EmberTypeError(f"{name}: expected a floating-point input, got "
-                             f"{input.dtype.name}")
+    if not (input.dtype.is_floating_point
+            or (input.dtype is dt.uint8 and mode in ("nearest", "nearest-exact"))):
+        raise EmberTypeError(f"{name}: expected a floating-point input (or uint8 with the "
+                             f"nearest modes), got {input.dtype.name} with mode={mode!r}")
     d = input.ndim - 2
     linear = mode in _LINEAR_MODES
     if align_corners is not None and not linear:

@@ -544,8 +544,7 @@ def _bce_vjp(n, g):
     if n.edges[0]:
         gx = gw_ * (x - t) / clamp_min(x * (1 - x), _BCE_EPS)
     if n.edges[1]:
-        gt = gw_ * (ew.maximum(ew.log1p(-x), x.new_tensor(-100.0)) -
-                    ew.maximum(ew.log(x), x.new_tensor(-100.0)))
+        gt = gw_ * (ew.log1p(-x) - ew.log(x))  # unclamped, as PyTorch: inf at 0 and 1
     if w is not None and n.edges[2]:
         gw = g * apply(_BCE, x, t)
     return (gx, gt) + ((gw,) if w is not None else ())

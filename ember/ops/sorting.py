@@ -219,9 +219,33 @@ def unique_consecutive(input, return_inverse: bool = False, return_counts: bool 
 
 
 # searchsorted / bucketize -------------------------------------------------------------------
+def _binary_search_nan(xp, seq, values, side):
+    """PyTorch's binary search, whose comparisons are false for NaN: a NaN value lands at
+    the end, and a NaN in the sequence sends the search right (NumPy instead sorts NaN
+    last). Vectorised over the values; only called when a NaN is present."""
+    n = seq.shape[-1]
+    if n == 0:
+        return xp.zeros(values.shape, np.int64)
+    rows = seq.reshape(-1, n)
+    vals = values.reshape(rows.shape[0] if seq.ndim > 1 else 1, -1)
+    lo = xp.zeros(vals.shape, np.int64)
+    hi = xp.full(vals.shape, n, np.int64)
+    which = xp.arange(rows.shape[0])[:, None] if seq.ndim > 1 else 0
+    for _ in range(max(n, 1).bit_length() + 1):
+        active = lo < hi
+        mid = (lo + hi) >> 1
+        probe = rows[which, xp.minimum(mid, n - 1)]
+        right_of = ~(probe > vals) if side == "right" else ~(probe >= vals)
+        lo = xp.where(active & right_of, mid + 1, lo)
+        hi = xp.where(active & ~right_of, mid, hi)
+    return lo.reshape(values.shape)
+
+
 def _searchsorted_forward(xp, seq, values, side, out_int32):
     seq, values = _sortable(seq), _sortable(values)
-    if seq.ndim == 1:
+    if seq.dtype.kind == "f" and (xp.isnan(seq).any() or xp.isnan(values).any()):
+        out = _binary_search_nan(xp, seq, values, side)
+    elif seq.ndim == 1:
         out = xp.searchsorted(seq, values, side=side)
     else:
         n = int(np.prod(seq.shape[:-1], dtype=np.int64))  # rows; values has the same leading dims

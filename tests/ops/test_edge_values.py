@@ -104,3 +104,61 @@ def test_clamp_gradient_with_equal_tensor_bounds_follows_pytorch():
     assert x.grad.tolist() == [0.0, 1.0, 0.0]
     assert lo.grad.tolist() == [0.0, 0.0, 0.0]  # (torch 2.13 drops the first one's)
     assert hi.grad.tolist() == [0.0, 0.0, 1.0]
+
+
+def test_bfloat16_with_a_number_or_a_0d_tensor_rounds_once():
+    b = ember.tensor([1.0078125], dtype=ember.bfloat16)
+    assert (b * 3.01).float().item() == 3.03125  # (3.01 rounded first would give 3.046875)
+    lr = ember.tensor(3.01, dtype=ember.float64)  # ember.jit's learning rates are 0-d tensors
+    assert (b * lr).float().item() == 3.03125 and (b * lr).dtype is ember.bfloat16
+
+
+def test_a_jitted_bfloat16_sgd_step_equals_eager():
+    def run(compiled):
+        ember.manual_seed(0)
+        p = ember.nn.Parameter(ember.randn(64).to(ember.bfloat16))
+        opt = ember.optim.SGD([p], lr=1e-2)
+        grads = [ember.randn(64).to(ember.bfloat16) for _ in range(3)]
+
+        def step(g):
+            p.grad = g
+            opt.step()
+        step = ember.jit(step) if compiled else step
+        for g in grads:
+            step(g)
+        return p.detach().float().numpy()
+    np.testing.assert_array_equal(run(True), run(False))
+
+
+def test_in_place_write_into_an_expanded_view_is_refused_clearly():
+    x = ember.zeros(3).expand(2, 3)
+    with pytest.raises(ember.EmberError, match=r"add_: more than one element .*clone\(\)"):
+        x.add_(1)
+    with pytest.raises(ember.EmberError, match="single memory location"):
+        x[0] = 1.0
+
+
+def test_binary_cross_entropy_target_gradient_is_unclamped_as_pytorch():
+    p = ember.tensor([0.0, 1.0, 0.25], requires_grad=True)
+    y = ember.tensor([0.0, 1.0, 0.5], requires_grad=True)
+    ember.nn.functional.binary_cross_entropy(p, y, reduction="sum").backward()
+    assert y.grad.tolist()[:2] == [np.inf, -np.inf]
+    np.testing.assert_allclose(y.grad.numpy()[2], np.log(0.75) - np.log(0.25), rtol=1e-6)
+
+
+@pytest.mark.parametrize("right", [False, True])
+def test_searchsorted_with_nan_follows_pytorchs_comparisons(right):
+    seq = ember.tensor([1.0, 2.0, float("nan")])
+    got = ember.searchsorted(seq, ember.tensor([float("nan"), 0.5, 1.5, 2.0, 5.0]), right=right)
+    assert got.tolist() == ([3, 0, 1, 3, 3] if right else [3, 0, 1, 1, 3])
+    rows = ember.tensor([[1.0, float("nan"), 2.0], [0.0, 1.0, 2.0]])
+    got = ember.searchsorted(rows, ember.tensor([[1.5, 2.0], [float("nan"), 1.0]]))
+    assert got.tolist() == [[2, 2], [3, 1]]
+
+
+def test_interpolate_nearest_takes_uint8():
+    x = (ember.arange(8, dtype=ember.uint8) * 30).reshape(1, 1, 8)
+    out = ember.nn.functional.interpolate(x, size=5, mode="nearest")
+    assert out.dtype is ember.uint8 and out.tolist() == [[[0, 30, 90, 120, 180]]]
+    with pytest.raises(ember.EmberTypeError, match="uint8 with mode='linear'"):
+        ember.nn.functional.interpolate(x, size=5, mode="linear")
