@@ -7,6 +7,7 @@ from .flatten import *  # noqa: F401,F403
 from .fold import *  # noqa: F401,F403
 from .linear import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
+from .loss_extra import *  # noqa: F401,F403
 from .loss_multi_margin import *  # noqa: F401,F403
 from .normalization import *  # noqa: F401,F403
 from .padding import *  # noqa: F401,F403
