@@ -1,9 +1,14 @@
-"""Recurrent layers: RNN, LSTM, GRU and their single-step cells, with PyTorch's parameter
-names (``weight_ih_l0``, ``bias_hh_l1_reverse``, ``weight_hr_l0``), shapes and defaults.
+"""Recurrent layers: RNN, LSTM and GRU, with PyTorch's parameter names (``weight_ih_l0``,
+``bias_hh_l1_reverse``, ``weight_hr_l0``), shapes and defaults. The single-step cells
+(RNNCell, LSTMCell, GRUCell) live in ``rnn_cells`` and are exported from here too.
 
 The time loop runs in Python, but each step is a handful of ops: the input's contribution
 to every gate, for every time step, is one matmul before the loop; a step adds one
 ``h @ W_hh.T`` and slices the gates out of it.
+
+The layers also take a :class:`~ember.nn.utils.rnn.PackedSequence`: then step ``t`` runs
+only the ``batch_sizes[t]`` sequences still going, so each sequence's final state is the
+one after its own last step, and the reverse direction starts at each sequence's end.
 """
 from __future__ import annotations
 
@@ -19,6 +24,9 @@ from .. import functional as F
 from .. import init
 from ..module import Module
 from ..parameter import Parameter
+from ..utils.rnn import PackedSequence, _split_rows
+from .rnn_cells import (GRUCell, LSTMCell, RNNCell, RNNCellBase, _check_dtype, _gru_step,
+                        _lstm_step, _rnn_step)
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
@@ -40,46 +48,58 @@ class _TimeSteps(Function):
         return ops.shape.stack(grads)
 
 
-def _time_steps(seq: Tensor) -> tuple:
+def _time_steps(seq: Tensor, batch_sizes=None) -> tuple:
+    """The steps of a (L, N, G) sequence, or of packed (rows, G) data."""
+    if batch_sizes is not None:
+        return _split_rows(seq, batch_sizes)
     if seq.shape[0] == 1:
         return (seq[0],)
     return _TimeSteps.apply(seq)
 
 
-# One step of each cell. ``xw`` is the input's share of the gates (bias included where it
-# can be); ``w_hh_t`` the transposed hidden-to-hidden weight.
-def _rnn_step(xw, h, w_hh_t, b_hh, relu: bool):
-    pre = xw + h.mm(w_hh_t)
-    if b_hh is not None:
-        pre = pre + b_hh
-    return pre.relu() if relu else pre.tanh()
+def _run_packed(step, xs, batch_sizes: list, h0, c0, reverse: bool):
+    """The time loop over packed steps ``xs``: step ``t`` advances the first
+    ``batch_sizes[t]`` sequences of the sorted batch, whose states start as ``h0`` and
+    ``c0`` (``c0`` None but for LSTM). Returns (packed output, h_n, c_n)."""
+    def rows(state, start, stop):
+        return None if state is None else state[start:stop]
+
+    out = [None] * len(xs)
+    if reverse:  # the shortest sequences start first; longer ones join from their end
+        h, c = rows(h0, 0, batch_sizes[-1]), rows(c0, 0, batch_sizes[-1])
+        for t in range(len(xs) - 1, -1, -1):
+            running = h.shape[0]
+            if batch_sizes[t] > running:
+                h = ops.shape.cat([h, rows(h0, running, batch_sizes[t])])
+                if c is not None:
+                    c = ops.shape.cat([c, rows(c0, running, batch_sizes[t])])
+            h, c = step(xs[t], h, c)
+            out[t] = h
+        return ops.shape.cat(out), h, c
+    h, c, done_h, done_c = h0, c0, [], []
+    for t, xw in enumerate(xs):
+        if batch_sizes[t] < h.shape[0]:  # the sequences past batch_sizes[t] have ended
+            done_h.append(rows(h, batch_sizes[t], None))
+            done_c.append(rows(c, batch_sizes[t], None))
+            h, c = rows(h, 0, batch_sizes[t]), rows(c, 0, batch_sizes[t])
+        h, c = step(xw, h, c)
+        out[t] = h
+    h_n = ops.shape.cat([h] + done_h[::-1]) if done_h else h
+    c_n = ops.shape.cat([c] + done_c[::-1]) if done_c and c is not None else c
+    return ops.shape.cat(out), h_n, c_n
 
 
-def _lstm_step(xw, h, c, w_hh_t, b_hh, w_hr_t, hidden: int):
-    gates = xw + h.mm(w_hh_t)
-    if b_hh is not None:
-        gates = gates + b_hh
-    s = gates.sigmoid()  # i, f and o; the g slice of it goes unused
-    c = s[:, hidden:2 * hidden] * c + s[:, :hidden] * gates[:, 2 * hidden:3 * hidden].tanh()
-    h = s[:, 3 * hidden:] * c.tanh()
-    if w_hr_t is not None:
-        h = h.mm(w_hr_t)
-    return h, c
-
-
-def _gru_step(xw_rz, xw_n, h, w_hh_t, b_hh, hidden: int):
-    hw = h.mm(w_hh_t)
-    if b_hh is not None:
-        hw = hw + b_hh
-    rz = (xw_rz + hw[:, :2 * hidden]).sigmoid()
-    n = (xw_n + rz[:, :hidden] * hw[:, 2 * hidden:]).tanh()
-    return n + rz[:, hidden:] * (h - n)
-
-
-def _check_dtype(name: str, what: str, t: Tensor, want) -> None:
-    if t.dtype != want:
-        raise EmberTypeError(f"{name}: {what} has dtype {t.dtype.name} but the layer's "
-                             f"parameters are {want.name}; convert one of them with .to()")
+def _host_indices(sorted_indices, unsorted_indices, device) -> tuple:
+    """Fresh copies of a PackedSequence's orders to index the states with. Under ember.jit
+    a tensor an op reads becomes a traced value; the packed output hands on the
+    originals, whose values pad_packed_sequence must still be able to read."""
+    order = sorted_indices.tolist()
+    unorder = [0] * len(order) if unsorted_indices is None else unsorted_indices.tolist()
+    if unsorted_indices is None:
+        for i, o in enumerate(order):
+            unorder[o] = i
+    return tuple(ops.creation.tensor(o, dtype=sorted_indices.dtype, device=device)
+                 for o in (order, unorder))
 
 
 class RNNBase(Module):
@@ -211,6 +231,26 @@ class RNNBase(Module):
                              f"(input of shape {tuple(input.shape)})")
         return input.ndim == 3
 
+    def _validate_packed(self, data, batch_sizes) -> list:
+        """Checks a PackedSequence's data; returns its batch sizes as ints."""
+        name = type(self).__name__
+        if not isinstance(data, Tensor):
+            raise EmberTypeError(f"{name}: expected the packed data to be a Tensor, got "
+                                 f"{type(data).__name__}")
+        if data.ndim != 2:
+            raise ShapeError(f"{name}: input must have 2 dimensions, got {data.ndim} (packed "
+                             f"data of shape {tuple(data.shape)})")
+        if data.shape[-1] != self.input_size:
+            raise ShapeError(f"{name}: input.size(-1) must be equal to input_size. Expected "
+                             f"{self.input_size}, got {data.shape[-1]} (packed data of shape "
+                             f"{tuple(data.shape)})")
+        _check_dtype(name, "input", data, self.weight_ih_l0.dtype)
+        sizes = [int(n) for n in batch_sizes.tolist()]
+        if not sizes or sum(sizes) != data.shape[0]:
+            raise ShapeError(f"{name}: the packed batch sizes {sizes} do not describe data of "
+                             f"shape {tuple(data.shape)}")
+        return sizes
+
     def _initial_state(self, what: str, state, batched: bool, batch: int, size: int):
         """``state`` (or zeros) as a (layers * directions, batch, size) tensor."""
         name = type(self).__name__
@@ -234,16 +274,23 @@ class RNNBase(Module):
         _check_dtype(name, what, state, dtype)
         return state if batched else state.unsqueeze(1)
 
-    def forward(self, input: Tensor, hx=None):
+    def forward(self, input, hx=None):
         """Run the layers over ``input`` (L, N, H_in), (N, L, H_in) with ``batch_first``,
-        or unbatched (L, H_in); returns ``(output, h_n)`` (``(output, (h_n, c_n))`` for
-        LSTM)."""
-        batched = self._validate_input(input)
-        if not batched:
-            x = input.unsqueeze(1)
+        unbatched (L, H_in), or a :class:`~ember.nn.utils.rnn.PackedSequence`; returns
+        ``(output, h_n)`` (``(output, (h_n, c_n))`` for LSTM), ``output`` packed like
+        the input when it is packed, and the states in the original batch order."""
+        sorted_indices = batch_sizes = None
+        if isinstance(input, PackedSequence):
+            x, _, sorted_indices, unsorted_indices = input
+            batch_sizes = self._validate_packed(x, input.batch_sizes)
+            batched, batch = True, batch_sizes[0]
         else:
-            x = input.transpose(0, 1) if self.batch_first else input
-        batch = x.shape[1]
+            batched = self._validate_input(input)
+            if not batched:
+                x = input.unsqueeze(1)
+            else:
+                x = input.transpose(0, 1) if self.batch_first else input
+            batch = x.shape[1]
         real_hidden = self.proj_size or self.hidden_size
         is_lstm = self.mode == "LSTM"
         if is_lstm:
@@ -257,6 +304,10 @@ class RNNBase(Module):
         else:
             h0 = self._initial_state("hidden", hx, batched, batch, self.hidden_size)
             c0 = None
+        if sorted_indices is not None:  # the given states follow the original order
+            order, unorder = _host_indices(sorted_indices, unsorted_indices, h0.device)
+            h0 = ops.selection.index_select(h0, 1, order)
+            c0 = None if c0 is None else ops.selection.index_select(c0, 1, order)
 
         directions = 2 if self.bidirectional else 1
         h_n, c_n = [], []
@@ -269,18 +320,24 @@ class RNNBase(Module):
                 weights = all_weights[index]
                 out, h, c = self._run_direction(layer_input, weights, h0[index],
                                                 None if c0 is None else c0[index],
-                                                reverse=direction == 1)
+                                                direction == 1, batch_sizes)
                 outputs.append(out)
                 h_n.append(h)
                 c_n.append(c)
-            layer_input = outputs[0] if directions == 1 else ops.shape.cat(outputs, 2)
+            layer_input = outputs[0] if directions == 1 else ops.shape.cat(outputs, -1)
             if self.dropout and self.training and layer < self.num_layers - 1:
                 layer_input = F.dropout(layer_input, self.dropout, True)
 
         output = layer_input
         h_n = ops.shape.stack(h_n)
         c_n = ops.shape.stack(c_n) if is_lstm else None
-        if not batched:
+        if batch_sizes is not None:
+            if sorted_indices is not None:
+                h_n = ops.selection.index_select(h_n, 1, unorder)
+                c_n = ops.selection.index_select(c_n, 1, unorder) if is_lstm else None
+            output = PackedSequence(output, input.batch_sizes, sorted_indices,
+                                    unsorted_indices)
+        elif not batched:
             output = output.squeeze(1)
             h_n = h_n.squeeze(1)
             c_n = c_n.squeeze(1) if is_lstm else None
@@ -288,36 +345,43 @@ class RNNBase(Module):
             output = output.transpose(0, 1)
         return (output, (h_n, c_n)) if is_lstm else (output, h_n)
 
-    def _run_direction(self, x, weights, h, c, reverse: bool):
-        """One layer in one direction over the whole sequence ``x`` (L, N, features)."""
+    def _run_direction(self, x, weights, h, c, reverse: bool, batch_sizes=None):
+        """One layer in one direction over the whole sequence ``x`` (L, N, features), or
+        over packed data (rows, features) with ``batch_sizes``."""
         if self.bias:
             w_ih, w_hh, b_ih, b_hh = weights[:4]
         else:
             (w_ih, w_hh), b_ih, b_hh = weights[:2], None, None
-        w_hr = weights[-1] if self.proj_size else None
         w_hh_t = w_hh.t()
-        steps = range(x.shape[0] - 1, -1, -1) if reverse else range(x.shape[0])
-        out = [None] * x.shape[0]
+        hidden = self.hidden_size
         if self.mode == "GRU":
             # b_hh cannot join the input's share: the n gate scales it by r
             xw = F.linear(x, w_ih, b_ih)
-            hidden = self.hidden_size
-            xw_rz = _time_steps(xw[:, :, :2 * hidden])
-            xw_n = _time_steps(xw[:, :, 2 * hidden:])
-            for t in steps:
-                h = out[t] = _gru_step(xw_rz[t], xw_n[t], h, w_hh_t, b_hh, hidden)
-            return ops.shape.stack(out), h, None
-        xw = _time_steps(F.linear(x, w_ih, None if b_ih is None else b_ih + b_hh))
-        if self.mode == "LSTM":
-            w_hr_t = None if w_hr is None else w_hr.t()
-            for t in steps:
-                h, c = _lstm_step(xw[t], h, c, w_hh_t, None, w_hr_t, self.hidden_size)
-                out[t] = h
-            return ops.shape.stack(out), h, c
-        relu = self.mode == "RNN_RELU"
-        for t in steps:
-            h = out[t] = _rnn_step(xw[t], h, w_hh_t, None, relu)
-        return ops.shape.stack(out), h, None
+            xs = list(zip(_time_steps(xw[..., :2 * hidden], batch_sizes),
+                          _time_steps(xw[..., 2 * hidden:], batch_sizes)))
+
+            def step(xw, h, c):
+                return _gru_step(xw[0], xw[1], h, w_hh_t, b_hh, hidden), None
+        else:
+            xs = _time_steps(F.linear(x, w_ih, None if b_ih is None else b_ih + b_hh),
+                             batch_sizes)
+            if self.mode == "LSTM":
+                w_hr_t = weights[-1].t() if self.proj_size else None
+
+                def step(xw, h, c):
+                    return _lstm_step(xw, h, c, w_hh_t, None, w_hr_t, hidden)
+            else:
+                relu = self.mode == "RNN_RELU"
+
+                def step(xw, h, c):
+                    return _rnn_step(xw, h, w_hh_t, None, relu), None
+        if batch_sizes is not None:
+            return _run_packed(step, xs, batch_sizes, h, c, reverse)
+        out = [None] * len(xs)
+        for t in range(len(xs) - 1, -1, -1) if reverse else range(len(xs)):
+            h, c = step(xs[t], h, c)
+            out[t] = h
+        return ops.shape.stack(out), h, c
 
 
 class RNN(RNNBase):
@@ -335,7 +399,10 @@ class RNN(RNNBase):
         bidirectional: also run each layer backwards in time. Default: False.
 
     Shapes: input (L, N, H_in), (N, L, H_in) or unbatched (L, H_in); ``hx``
-    (D * num_layers, N, H_out); output (L, N, D * H_out), ``h_n`` like ``hx``.
+    (D * num_layers, N, H_out); output (L, N, D * H_out), ``h_n`` like ``hx``. The input
+    may also be a :class:`~ember.nn.utils.rnn.PackedSequence` (``batch_first`` does not
+    apply): the output is then packed the same way, and ``h_n`` holds each sequence's
+    state after its own last step, in the original batch order.
 
     >>> rnn = ember.nn.RNN(10, 20, 2)
     >>> output, h_n = rnn(ember.randn(5, 3, 10))
@@ -402,169 +469,3 @@ class GRU(RNNBase):
                  bidirectional: bool = False, device=None, dtype=None) -> None:
         super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first,
                          dropout, bidirectional, 0, device, dtype)
-
-
-# Cells --------------------------------------------------------------------------------
-class RNNCellBase(Module):
-    """The shared parameters of the cells: ``weight_ih`` (gates * hidden, input),
-    ``weight_hh`` (gates * hidden, hidden), ``bias_ih`` and ``bias_hh``."""
-
-    def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int,
-                 device=None, dtype=None) -> None:
-        super().__init__()
-        if hidden_size <= 0:
-            raise ValueError("hidden_size must be greater than zero")
-        self.input_size = int(input_size)
-        self.hidden_size = int(hidden_size)
-        self.bias = bool(bias)
-        gates = num_chunks * hidden_size
-        self.weight_ih = Parameter(ops.creation.empty((gates, input_size), dtype=dtype,
-                                                      device=device))
-        self.weight_hh = Parameter(ops.creation.empty((gates, hidden_size), dtype=dtype,
-                                                      device=device))
-        if bias:
-            self.bias_ih = Parameter(ops.creation.empty(gates, dtype=dtype, device=device))
-            self.bias_hh = Parameter(ops.creation.empty(gates, dtype=dtype, device=device))
-        else:
-            self.register_parameter("bias_ih", None)
-            self.register_parameter("bias_hh", None)
-        self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        """Every weight and bias from U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))."""
-        bound = 1.0 / math.sqrt(self.hidden_size)
-        for weight in self.parameters():
-            init.uniform_(weight, -bound, bound)
-
-    def extra_repr(self) -> str:
-        s = f"{self.input_size}, {self.hidden_size}"
-        if not self.bias:
-            s += ", bias=False"
-        nonlinearity = getattr(self, "nonlinearity", "tanh")
-        if nonlinearity != "tanh":
-            s += f", nonlinearity={nonlinearity}"
-        return s
-
-    def _validate_input(self, input) -> bool:
-        name = type(self).__name__
-        if not isinstance(input, Tensor):
-            raise EmberTypeError(f"{name}: expected input to be a Tensor, got "
-                                 f"{type(input).__name__}")
-        if input.ndim not in (1, 2):
-            raise ShapeError(f"{name}: Expected input to be 1-D (unbatched) or 2-D, got "
-                             f"{input.ndim}-D instead (input of shape {tuple(input.shape)})")
-        if input.shape[-1] != self.input_size:
-            raise ShapeError(f"{name}: input has inconsistent input_size: got "
-                             f"{input.shape[-1]} expected {self.input_size} (input of shape "
-                             f"{tuple(input.shape)})")
-        _check_dtype(name, "input", input, self.weight_ih.dtype)
-        return input.ndim == 2
-
-    def _initial_state(self, what: str, state, input: Tensor):
-        """``state`` (or zeros) as a (N, hidden_size) tensor."""
-        name = type(self).__name__
-        batched = input.ndim == 2
-        batch = input.shape[0] if batched else 1
-        if state is None:
-            return ops.creation.zeros((batch, self.hidden_size), dtype=input.dtype,
-                                      device=input.device)
-        if not isinstance(state, Tensor):
-            raise EmberTypeError(f"{name}: expected {what} to be a Tensor, got "
-                                 f"{type(state).__name__}")
-        if state.ndim != input.ndim:
-            raise ShapeError(f"{name}: {what} must be {input.ndim}-D like the input, got "
-                             f"shape {tuple(state.shape)} for input of shape "
-                             f"{tuple(input.shape)}")
-        if batched and state.shape[0] != batch:
-            raise ShapeError(f"{name}: Input batch size {batch} doesn't match {what} batch "
-                             f"size {state.shape[0]}")
-        if state.shape[-1] != self.hidden_size:
-            raise ShapeError(f"{name}: {what} has inconsistent hidden_size: got "
-                             f"{state.shape[-1]}, expected {self.hidden_size}")
-        _check_dtype(name, what, state, self.weight_ih.dtype)
-        return state if batched else state.unsqueeze(0)
-
-
-class RNNCell(RNNCellBase):
-    r"""One step of an Elman RNN: :math:`h' = \tanh(x W_{ih}^T + b_{ih} + h W_{hh}^T +
-    b_{hh})` (or ReLU).
-
-    Shapes: input (N, input_size) or (input_size); ``hx`` (N, hidden_size) or
-    (hidden_size), zeros when omitted; returns ``h'`` of ``hx``'s shape.
-
-    >>> cell = ember.nn.RNNCell(10, 20)
-    >>> cell(ember.randn(3, 10)).shape
-    ember.Size([3, 20])
-    """
-
-    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
-                 nonlinearity: str = "tanh", device=None, dtype=None) -> None:
-        if nonlinearity not in ("tanh", "relu"):
-            raise ValueError(f"Unknown nonlinearity: {nonlinearity}")
-        super().__init__(input_size, hidden_size, bias, 1, device, dtype)
-        self.nonlinearity = nonlinearity
-
-    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
-        batched = self._validate_input(input)
-        h = self._initial_state("hx", hx, input)
-        x = input if batched else input.unsqueeze(0)
-        h = _rnn_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh.t(),
-                      self.bias_hh, self.nonlinearity == "relu")
-        return h if batched else h.squeeze(0)
-
-
-class LSTMCell(RNNCellBase):
-    r"""One step of an LSTM (gates i, f, g, o); returns ``(h', c')``.
-
-    Shapes: input (N, input_size) or (input_size); ``hx`` is ``(h, c)``, each
-    (N, hidden_size) or (hidden_size), zeros when omitted.
-
-    >>> cell = ember.nn.LSTMCell(10, 20)
-    >>> h, c = cell(ember.randn(3, 10))
-    >>> h.shape
-    ember.Size([3, 20])
-    """
-
-    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None,
-                 dtype=None) -> None:
-        super().__init__(input_size, hidden_size, bias, 4, device, dtype)
-
-    def forward(self, input: Tensor, hx=None) -> tuple:
-        batched = self._validate_input(input)
-        if hx is None:
-            hx = (None, None)
-        elif not (isinstance(hx, (tuple, list)) and len(hx) == 2):
-            raise EmberTypeError(f"LSTMCell: hx must be a tuple (h, c) of tensors, got "
-                                 f"{type(hx).__name__}")
-        h = self._initial_state("hx[0]", hx[0], input)
-        c = self._initial_state("hx[1]", hx[1], input)
-        x = input if batched else input.unsqueeze(0)
-        h, c = _lstm_step(F.linear(x, self.weight_ih, self.bias_ih), h, c,
-                          self.weight_hh.t(), self.bias_hh, None, self.hidden_size)
-        return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
-
-
-class GRUCell(RNNCellBase):
-    r"""One step of a GRU (gates r, z, n).
-
-    Shapes: input (N, input_size) or (input_size); ``hx`` (N, hidden_size) or
-    (hidden_size), zeros when omitted; returns ``h'`` of ``hx``'s shape.
-
-    >>> cell = ember.nn.GRUCell(10, 20)
-    >>> cell(ember.randn(3, 10), ember.zeros(3, 20)).shape
-    ember.Size([3, 20])
-    """
-
-    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None,
-                 dtype=None) -> None:
-        super().__init__(input_size, hidden_size, bias, 3, device, dtype)
-
-    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
-        batched = self._validate_input(input)
-        h = self._initial_state("hx", hx, input)
-        x = input if batched else input.unsqueeze(0)
-        xw = F.linear(x, self.weight_ih, self.bias_ih)
-        hidden = self.hidden_size
-        h = _gru_step(xw[:, :2 * hidden], xw[:, 2 * hidden:], h, self.weight_hh.t(),
-                      self.bias_hh, hidden)
-        return h if batched else h.squeeze(0)
