@@ -6,6 +6,7 @@ from ..ops.attention import *  # noqa: F401,F403
 from ..ops.conv import *  # noqa: F401,F403
 from ..ops.loss import *  # noqa: F401,F403
 from ..ops.loss_ctc import *  # noqa: F401,F403
+from ..ops.loss_extra import *  # noqa: F401,F403
 from ..ops.loss_margin import *  # noqa: F401,F403
 from ..ops.loss_multi_margin import *  # noqa: F401,F403
 from ..ops.movement import pad  # noqa: F401

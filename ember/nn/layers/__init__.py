@@ -1,5 +1,6 @@
 """The layers of ``ember.nn``, one family a file."""
 from .activation import *  # noqa: F401,F403
+from .adaptive_softmax import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
 from .distance import *  # noqa: F401,F403
 from .dropout import *  # noqa: F401,F403
