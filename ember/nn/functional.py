@@ -14,3 +14,4 @@ from ..ops.nn_misc import *  # noqa: F401,F403
 from ..ops.norm import *  # noqa: F401,F403
 from ..ops.interpolate import *  # noqa: F401,F403
 from ..ops.pooling import *  # noqa: F401,F403
+from ..ops.pooling_extra import *  # noqa: F401,F403
