@@ -125,14 +125,14 @@ def _max_unpool_forward(xp, x, index, size):
     lead, plane = x.shape[:2], math.prod(size)
     rows = math.prod(lead)
     out = xp.zeros((rows, plane), dtype=x.dtype)
-    flat = index.reshape(rows, -1)
+    flat = index.reshape(rows, math.prod(index.shape[2:]))
     if flat.size:
         bad = (flat < 0) | (flat >= plane)
         if bad.any():
             raise EmberIndexError(
                 f"max_unpool{len(size)}d: found an invalid max index {int(flat[bad][0])} "
                 f"(the output planes are of size {'x'.join(map(str, size))})")
-        out[xp.arange(rows)[:, None], flat] = x.reshape(rows, -1)
+        out[xp.arange(rows)[:, None], flat] = x.reshape(flat.shape)
     return out.reshape(tuple(lead) + tuple(size))
 
 
@@ -281,8 +281,8 @@ def _fractional_forward(xp, x, samples, kernel, out_size, overlaps):
                 "samples should lie in [0, 1)")
         origin += starts.reshape((n, c) + (1,) * a + (o,) + (1,) * (d - a - 1)) * \
             plane_strides[a]
-    planes = x.reshape(n, c, -1)
-    origin = origin.reshape(n, c, -1)
+    planes = x.reshape(n, c, math.prod(spatial))
+    origin = origin.reshape(n, c, math.prod(out_size))
     best = index = None
     # taps in row-major order: the first maximum wins a tie, the last NaN wins outright
     for offsets in itertools.product(*(range(k) for k in kernel)):

@@ -75,7 +75,8 @@ def unpool_samples(d):
         # kernel 3, stride 2, padding 1: the default size is 2 * in - 1
         size = int(np.prod([2 * p - 1 for p in pooled]))
         out.append(S(r(1, 2, *pooled), _distinct_indices(rng, (1, 2), pooled, size), 3, 2, 1))
-        return out
+        empty = (0, 2) + pooled  # an empty batch
+        return out + [S(r(*empty), np.zeros(empty, dtype=np.int64), 2)]
     return samples
 
 
@@ -91,7 +92,10 @@ def fractional_samples(d):
                     S(nc(r(2, 2, 10, 9)), 3, output_ratio=(0.5, 0.6),
                       _random_samples=u(2, 2)),
                     S(r(3, 7, 6), 2, output_size=(6, 1), return_indices=True,
-                      _random_samples=u(1, 3))]
+                      _random_samples=u(1, 3)),
+                    S(r(0, 2, 5, 5), 2, output_size=3, _random_samples=u(0, 2)),
+                    S(r(1, 2, 5, 5), 2, output_size=(0, 3), return_indices=True,
+                      _random_samples=u(1, 2))]
         return [S(r(2, 2, 6, 7, 8), 2, output_size=(3, 4, 5), return_indices=True,
                   _random_samples=u(2, 2)),
                 S(r(2, 5, 6, 7), (2, 1, 3), output_ratio=0.5, _random_samples=u(1, 2))]
