@@ -77,9 +77,15 @@ def _padded_labels(xp, targets, tl, classes, blank):
 
 def _log_add3(xp, a, b, c):
     """log(exp(a) + exp(b) + exp(c)), -inf where all three are -inf."""
-    top = xp.maximum(xp.maximum(a, b), c)
-    shift = xp.where(xp.isfinite(top), top, 0)
-    return xp.log(xp.exp(a - shift) + xp.exp(b - shift) + xp.exp(c - shift)) + shift
+    top = xp.maximum(a, b)
+    xp.maximum(top, c, out=top)
+    top[top == -np.inf] = 0
+    total = xp.exp(a - top)
+    total += xp.exp(b - top)
+    total += xp.exp(c - top)
+    xp.log(total, out=total)
+    total += top
+    return total
 
 
 # The recursions ----------------------------------------------------------------------
@@ -123,14 +129,22 @@ def _betas(xp, em, valid, skip, il, tl):
     return beta
 
 
-def _gradient(xp, lp, em, ext, alpha, beta, nll, il):
+def _gradient(xp, lp, em, labels, blank, alpha, beta, nll, il):
     steps, n, classes = lp.shape
-    # alpha * beta / y(t, l's) / p, per position, summed per class
-    frac = xp.exp(alpha + beta - em + nll[None, :, None])
-    rows = xp.arange(steps)[:, None, None] * n + xp.arange(n)[None, :, None]
-    index = rows * classes + ext[None, :, :]
-    sums = xp.bincount(index.ravel(), weights=frac.ravel(), minlength=steps * n * classes)
-    grad = xp.exp(lp) - sums.reshape(lp.shape).astype(lp.dtype, copy=False)
+    # alpha * beta / y / p per position (alpha and beta both hold y), summed per class:
+    # the blanks (the even positions) directly, the labels by a bincount
+    frac = alpha + beta
+    frac -= em
+    frac += nll[None, :, None]
+    xp.exp(frac, out=frac)
+    grad = xp.exp(lp)
+    grad[:, :, blank] -= frac[:, :, 0::2].sum(-1)
+    if labels.shape[1]:
+        rows = (xp.arange(steps)[:, None, None] * n + xp.arange(n)[None, :, None]) * classes
+        index = (rows + labels[None]).ravel()
+        sums = xp.bincount(index, weights=frac[:, :, 1::2].ravel(),
+                           minlength=steps * n * classes)
+        grad -= sums.reshape(lp.shape).astype(grad.dtype, copy=False)
     # PyTorch's form exp(lp) - exp(log(sum) + nll - lp) is NaN here; this one is not
     nan = (lp == -np.inf) | xp.isposinf(nll)[None, :, None]
     grad = xp.where(nan, np.nan, grad)
@@ -166,7 +180,7 @@ def _ctc_forward(xp, log_probs, targets, input_lengths, target_lengths, *, blank
         grad = None
         if with_grad:
             beta = _betas(xp, em, valid, skip, il, tl)
-            grad = _gradient(xp, lp, em, ext, alpha, beta, nll, il)
+            grad = _gradient(xp, lp, em, labels, blank, alpha, beta, nll, il)
     if zero_infinity:
         infinite = xp.isposinf(nll)
         nll = xp.where(infinite, 0.0, nll)
