@@ -26,6 +26,7 @@ from .. import dtypes as dt
 from ..errors import EmberError, EmberIndexError, EmberTypeError, EmberValueError, ShapeError
 from ..tensor import Tensor
 from .conv import check_input_rank, ntuple
+from .elementwise import where
 from .pooling import (_adaptive_max_poolnd, _check_pool_input, _finish, _max_pool_vjp,
                       _max_unpool_vjp, _pool_args, _pool_output_size, avg_pool1d, avg_pool2d,
                       avg_pool3d, max_pool1d, max_pool2d, max_pool3d)
@@ -58,7 +59,6 @@ def _lp_poolnd(name, d, input, norm_type, kernel_size, stride, ceil_mode):
             return _MAX_POOLS[d](input.abs(), kernel, strides, 0, 1, ceil_mode)
         return -_MAX_POOLS[d](-input.abs(), kernel, strides, 0, 1, ceil_mode)
     mean = _AVG_POOLS[d](input.pow(norm_type), kernel, strides, 0, ceil_mode)
-    from .elementwise import where
     # the value of mean, with PyTorch's gradient of sign(s) * relu(abs(s)): zero at s == 0
     # (a NaN passes it, as relu's gradient does)
     total = where(mean != 0, mean, mean.detach()) * math.prod(kernel)
