@@ -22,7 +22,8 @@ from .autograd import grad_mode
 from .autograd.graph import reachable_leaves
 from .errors import EmberError
 
-__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian"]
+__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian",
+           "functional_call"]
 
 
 # Pytrees: tensors inside (nested) tuples, lists and dicts -------------------------------
@@ -410,3 +411,21 @@ def hessian(func: Callable, argnums: int | tuple = 0) -> Callable:
             [ 0., 12.]])
     """
     return jacfwd(jacrev(func, argnums), argnums)
+
+
+def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs: dict | None = None,
+                    *, tie_weights: bool = True, strict: bool = False):
+    """Call ``module(*args, **kwargs)`` with its parameters and buffers replaced by the
+    tensors of ``parameter_and_buffer_dicts`` (a dict by dotted name, or a tuple of
+    dicts), restored afterwards; with :func:`grad` this differentiates a module with
+    respect to its parameters. See :mod:`ember.nn.utils.stateless` for the details
+    (``tie_weights``, ``strict``, parametrized modules).
+
+    >>> model = ember.nn.Linear(3, 1)
+    >>> params = dict(model.named_parameters())
+    >>> loss = lambda p, x: ember.func.functional_call(model, p, (x,)).sum()
+    >>> grads = ember.func.grad(loss)(params, ember.ones(2, 3))
+    """
+    from .nn.utils.stateless import _func_functional_call  # nn sits above func
+    return _func_functional_call(module, parameter_and_buffer_dicts, args, kwargs,
+                                 tie_weights=tie_weights, strict=strict)

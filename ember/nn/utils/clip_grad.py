@@ -8,7 +8,7 @@ from ...ops.creation import tensor as _tensor
 from ...ops.shape import stack
 from ...tensor import Tensor
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm"]
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm"]
 
 
 def _as_list(tensors) -> list:
@@ -74,6 +74,33 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
         for g in grads:
             g.mul_(coef.to(g.dtype))
     return total
+
+
+def clip_grads_with_norm_(parameters, max_norm: float, total_norm, foreach=None) -> None:
+    """Scale the gradients of ``parameters`` in place by
+    ``min(1, max_norm / (total_norm + 1e-6))``, given their ``total_norm`` (from
+    :func:`get_total_norm`, which may be computed over more tensors than these, e.g.
+    across pipeline stages). ``clip_grad_norm_`` is ``get_total_norm`` then this.
+
+    Args:
+        parameters: a tensor or an iterable of tensors whose ``.grad`` to scale.
+        max_norm: the largest allowed norm.
+        total_norm: the total norm of the gradients (a tensor or a number).
+        foreach: accepted for compatibility and ignored.
+
+    >>> grads = [p.grad for p in model.parameters()]
+    >>> norm = ember.nn.utils.get_total_norm(grads)
+    >>> ember.nn.utils.clip_grads_with_norm_(model.parameters(), 1.0, norm)
+    """
+    grads = [p.grad for p in _as_list(parameters) if p.grad is not None]
+    if not grads:
+        return
+    if not isinstance(total_norm, Tensor):
+        total_norm = _tensor(float(total_norm), dtype=grads[0].dtype)
+    with grad_mode.no_grad():
+        coef = (float(max_norm) / (total_norm.detach() + 1e-6)).clamp(max=1.0)
+        for g in grads:
+            g.mul_(coef.to(g.dtype))
 
 
 def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
