@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 from ...errors import EmberError, EmberTypeError
 from ...tensor import Tensor
-from ..module import Module
+from ..module import STATE_EPOCH, Module
 from .parametrize import is_parametrized
 
 __all__ = ["functional_call"]
@@ -48,12 +48,21 @@ def _untie(module: Module, tensors: dict) -> dict:
 
 def _swap(root: Module, name: str, value):
     """Put ``value`` (or nothing, for ``_MISSING``) at dotted ``name``; returns what was
-    there (``_MISSING`` if nothing)."""
+    there (``_MISSING`` if nothing). Counts as exactly one change of the owning module's
+    structure (compiled functions that read it retrace)."""
     if value is not _MISSING and value is not None and not isinstance(value, Tensor):
         raise EmberTypeError(f"functional_call: the value for '{name}' is a "
                              f"{type(value).__name__}, expected an ember Tensor")
     prefix, _, attr = name.rpartition(".")
     module = root.get_submodule(prefix)
+    version = module.__dict__.get("_structure_version", 0)
+    old = _swap_member(module, name, attr, value)
+    module.__dict__["_structure_version"] = version + 1
+    STATE_EPOCH[0] += 1
+    return old
+
+
+def _swap_member(module: Module, name: str, attr: str, value):
     for table in (module._parameters, module._buffers):
         if attr in table:
             old = table[attr]
@@ -61,7 +70,6 @@ def _swap(root: Module, name: str, value):
                 del table[attr]
             else:
                 table[attr] = value
-            module._changed()
             return old
     if is_parametrized(module, attr):
         # The tensor replaces the parametrization's output (not its original).
@@ -106,6 +114,7 @@ def _reparametrize_module(module: Module, tensors: dict, tie_weights: bool = Fal
     untied = _untie(module, tensors) if tie_weights else dict(tensors)
     if strict:
         _check_keys(module, untied)
+    versions = {id(m): (m, m.__dict__.get("_structure_version", 0)) for m in module.modules()}
     originals: dict = {}
     try:
         for name, value in untied.items():
@@ -117,6 +126,24 @@ def _reparametrize_module(module: Module, tensors: dict, tie_weights: bool = Fal
             current[name] = _swap(module, name, originals[name])
         tensors.update({k: current[k] for k in tensors
                         if k in current and current[k] is not _MISSING})
+        _restore_versions(module, versions, originals)
+
+
+def _restore_versions(root: Module, versions: dict, originals: dict) -> None:
+    """Give each module back its structure version when only the swaps changed it: its
+    tensors are the same again, so ember.jit's functions that read it need no retrace."""
+    swaps: dict = {}
+    for name in originals:
+        owner = name.rpartition(".")[0]
+        swaps[owner] = swaps.get(owner, 0) + 2  # swapped in, swapped back
+    for owner, count in swaps.items():
+        try:
+            m = root.get_submodule(owner)
+        except AttributeError:
+            continue
+        entry = versions.get(id(m))
+        if entry is not None and m.__dict__.get("_structure_version", 0) == entry[1] + count:
+            m.__dict__["_structure_version"] = entry[1]
 
 
 def _call(module: Module, tensors: dict, args, kwargs, tie_weights: bool, strict: bool):
