@@ -129,6 +129,8 @@ def test_uninitialized_errors():
     with pytest.raises(ValueError, match="uninitialized"):
         ember.nn.utils.weight_norm(m)
     assert repr(m.weight) == "<UninitializedParameter>"
+    with pytest.raises(ValueError, match="uninitialized"):
+        ember.save(m.state_dict(), "/nonexistent-dir/never-written.safetensors")
     with pytest.raises(ValueError, match="divisible by groups"):
         ember.nn.LazyConv2d(4, 3, groups=2)(ember.randn(1, 3, 5, 5))
     with pytest.raises(RuntimeError, match="Expected 3D .unbatched. or 4D .batched. input"):
