@@ -34,6 +34,12 @@ from .ops.stats_extra import *  # noqa: F401,F403
 from .ops.linalg_more import matrix_exp  # noqa: F401
 from .ops.special_fns import digamma, erfinv, i0, lgamma, mvlgamma, polygamma  # noqa: F401
 from .ops.linalg_extra import TOP_LEVEL as _TOP_LEVEL_LINALG
+from .ops.strided import *  # noqa: F401,F403
+from .ops.view_scatter import *  # noqa: F401,F403
+from .ops.index_more import *  # noqa: F401,F403
+from .ops.igamma import *  # noqa: F401,F403
+from .ops.linalg_solvers import cholesky_inverse, cholesky_solve  # noqa: F401
+from .ops.methods_more import *  # noqa: F401,F403
 globals().update(_TOP_LEVEL_LINALG)
 from . import linalg, special  # noqa: E402,F401
 from . import autograd

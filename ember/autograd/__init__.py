@@ -7,7 +7,7 @@ from .function import Function, FunctionCtx
 from .grad_mode import (enable_grad, inference_mode, is_grad_enabled,
                         is_inference_mode_enabled, no_grad, set_grad_enabled)
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
-from .graph import Node, accumulate_grad, run_backward
+from .graph import Node, _run_post_accumulate_hooks, accumulate_grad, run_backward
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "is_grad_enabled",
@@ -74,6 +74,8 @@ def backward(tensors, grad_tensors=None, retain_graph: bool | None = None,
     for t, g in zip(inputs, found):
         if g is not None:
             accumulate_grad(t, g.clone() if create_graph else g.detach().clone(), create_graph)
+            if t._hooks:
+                _run_post_accumulate_hooks(t)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,

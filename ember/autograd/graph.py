@@ -338,6 +338,8 @@ def _propagate(roots, grad_roots, retain_graph, create_graph, inputs, allow_unus
                     handed[id(grad)] = 2
                 if wanted is None:
                     _accumulate_leaf(item, grad, handed.get(id(grad), 0) > 1, create_graph)
+                    if item._hooks:
+                        _run_post_accumulate_hooks(item)
                 else:
                     for _, i in wanted[id(item)]:
                         captured[i] = grad
@@ -418,6 +420,25 @@ def _run_hooks(hooks, grad):
             if out is not None:
                 grad = out
     return grad
+
+
+class PostAccumulateGradHook:
+    """A leaf's hook run with the leaf after its ``.grad`` was accumulated
+    (``Tensor.register_post_accumulate_grad_hook``). It sits in the leaf's list of
+    gradient hooks, as one that leaves the gradient as it is."""
+    __slots__ = ("fn",)
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, grad):
+        return None
+
+
+def _run_post_accumulate_hooks(t) -> None:
+    for hook in list(t._hooks):
+        if isinstance(hook, PostAccumulateGradHook) and hook.fn(t) is not None:
+            raise EmberError("Tensor post accumulate grad hooks should return None.")
 
 
 def _run_node_hooks(node, slot):

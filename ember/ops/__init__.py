@@ -4,3 +4,4 @@ from . import creation, random, elementwise_composite, elementwise, logical, red
 from . import linalg, movement, scan, selection  # noqa: F401
 from . import methods  # noqa: F401  (attaches Tensor methods)
 from . import methods_extra  # noqa: F401  (methods of the op files below)
+from . import methods_more  # noqa: F401  (strided views, in-place shape ops, ...)

@@ -10,8 +10,10 @@ from ..ops.reduce import logsumexp  # noqa: F401
 from ..ops.special_fns import (digamma, entr, erfinv, i0, i1, lgamma as gammaln,  # noqa: F401
                                multigammaln, ndtr, ndtri, polygamma, xlog1py, zeta)
 from ..ops.special_fns import digamma as psi  # noqa: F401
+from ..ops.igamma import igamma as gammainc, igammac as gammaincc  # noqa: F401
 
-__all__ = ["digamma", "entr", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "gammaln",
+__all__ = ["digamma", "entr", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "gammainc",
+           "gammaincc", "gammaln",
            "i0", "i1", "log1p", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr",
            "ndtri", "polygamma", "psi", "round", "sinc", "softmax", "xlog1py", "xlogy", "zeta"]
 
