@@ -47,6 +47,8 @@ from .autograd import (enable_grad, inference_mode, is_grad_enabled,
                        is_inference_mode_enabled, no_grad, set_grad_enabled)
 from ._printing import get_printoptions, printoptions, set_printoptions
 from .serialization import load, save
+from .memory_format import (channels_last, channels_last_3d, contiguous_format,  # noqa: F401
+                            memory_format, preserve_format)
 
 dtype = DType
 
@@ -90,3 +92,8 @@ for _name in _TOP_LEVEL_NN:
     if hasattr(nn.functional, _name):
         globals()[_name] = getattr(nn.functional, _name)
 del _name
+
+# ``axis=`` and ``keepdims=`` wherever ``dim=`` and ``keepdim=`` are taken, as in PyTorch
+# (kept last: it wraps the names defined above)
+from .keyword_aliases import install as _install_keyword_aliases  # noqa: E402
+_install_keyword_aliases(globals(), Tensor)

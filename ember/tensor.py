@@ -105,7 +105,13 @@ class Tensor:
         return strides if dim is None else strides[_wrap_dim(dim, self.ndim, "stride")]
 
     def is_contiguous(self, memory_format=None) -> bool:
-        return bool(self._data.flags.c_contiguous)
+        """Whether the elements lie densely in ``memory_format``'s order (row-major by
+        default; ``ember.channels_last``: channels innermost)."""
+        from .memory_format import axis_order, is_laid_out
+        order = axis_order(memory_format, self.ndim, "is_contiguous")
+        if order is None:
+            return bool(self._data.flags.c_contiguous)
+        return is_laid_out(self._data, order)
 
     def data_ptr(self) -> int:
         """The address of the first element (a GPU address for a tensor on a GPU)."""
@@ -404,6 +410,9 @@ class Tensor:
             out = cast(out, dtype)
         if copy and out is self:
             out = self.clone()
+        fmt = kwargs.get("memory_format")
+        if fmt is not None and fmt is not _preserve_format():
+            out = out.contiguous(memory_format=fmt)
         return out
 
     def type(self, dtype=None, non_blocking: bool = False):
@@ -477,6 +486,11 @@ _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "
 
 
 _DTYPE_OF_TYPE_NAME = {v: k for k, v in _TYPE_NAMES.items()}
+
+
+def _preserve_format():
+    from .memory_format import preserve_format
+    return preserve_format
 
 
 def _to_args(args: tuple, kwargs: dict):

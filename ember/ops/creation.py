@@ -284,8 +284,14 @@ def from_dlpack(ext_tensor):
 
 
 # Filled ---------------------------------------------------------------------------------
-def _size(size: tuple, name: str) -> tuple:
-    """The shape from ``f(2, 3)``, ``f((2, 3))``, ``f([2, 3])`` or ``f(ember.Size(...))``."""
+def _size(size: tuple, name: str, named=None) -> tuple:
+    """The shape from ``f(2, 3)``, ``f((2, 3))``, ``f([2, 3])``, ``f(ember.Size(...))`` or
+    ``f(size=(2, 3))`` (``named``: the size given by name, or None)."""
+    if named is not None:
+        if size:
+            raise EmberTypeError(f"{name}: got the size both as arguments {size} and as "
+                                 f"size={named!r}")
+        size = (named,)
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     dims = []
@@ -304,41 +310,45 @@ def _size(size: tuple, name: str) -> tuple:
     return tuple(dims)
 
 
-def _filled(name: str, fill, size, dtype, device, requires_grad):
+def _filled(name: str, fill, size, dtype, device, requires_grad, named=None):
     dtype = _dtype(name, dtype)
     _check_grad_dtype(name, dtype, requires_grad)
     dev = _dev(device, name)
     backend = dev.backend
     with backend.activate():
-        arr = fill(backend.xp, _size(size, name), dtype.np)
+        arr = fill(backend.xp, _size(size, name, named), dtype.np)
     return Tensor._make(arr, dev).requires_grad_(requires_grad)
 
 
-def zeros(*size, dtype=None, device=None, requires_grad: bool = False):
+def zeros(*sizes, size=None, dtype=None, device=None, requires_grad: bool = False):
     """A tensor of zeros; ``size`` as ints or one tuple.
 
     >>> ember.zeros(2, 3).shape
     ember.Size([2, 3])
     """
-    return _filled("zeros", lambda xp, s, d: xp.zeros(s, d), size, dtype, device, requires_grad)
+    return _filled("zeros", lambda xp, s, d: xp.zeros(s, d), sizes, dtype, device,
+                   requires_grad, size)
 
 
-def ones(*size, dtype=None, device=None, requires_grad: bool = False):
+def ones(*sizes, size=None, dtype=None, device=None, requires_grad: bool = False):
     """A tensor of ones; ``size`` as ints or one tuple.
 
     >>> ember.ones(2)
     tensor([1., 1.])
     """
-    return _filled("ones", lambda xp, s, d: xp.ones(s, d), size, dtype, device, requires_grad)
+    return _filled("ones", lambda xp, s, d: xp.ones(s, d), sizes, dtype, device,
+                   requires_grad, size)
 
 
-def empty(*size, dtype=None, device=None, requires_grad: bool = False, memory_format=None):
+def empty(*sizes, size=None, dtype=None, device=None, requires_grad: bool = False,
+          memory_format=None):
     """A tensor with uninitialised values; ``size`` as ints or one tuple.
 
     >>> ember.empty(2, 3).shape
     ember.Size([2, 3])
     """
-    return _filled("empty", lambda xp, s, d: xp.empty(s, d), size, dtype, device, requires_grad)
+    return _filled("empty", lambda xp, s, d: xp.empty(s, d), sizes, dtype, device,
+                   requires_grad, size)
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad: bool = False):

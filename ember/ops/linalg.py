@@ -424,6 +424,33 @@ def _einsum_vjp(n, g):
 _EINSUM = register("einsum", _einsum_forward, _einsum_vjp)
 
 
+_SUBSCRIPT_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _sublist_equation(args: tuple):
+    """``(a, [0, 1], b, [1, 2], [0, 2])`` as ``("ab,bc->ac", (a, b))``: subscripts are
+    ints in [0, 52) (a-z, then A-Z) or ``...``."""
+    def letters(sublist):
+        if not isinstance(sublist, (list, tuple)):
+            raise EmberTypeError(f"einsum(): expected a list of subscripts after each "
+                                 f"operand, got {type(sublist).__name__}")
+        out = []
+        for s in sublist:
+            if s is Ellipsis:
+                out.append("...")
+            elif isinstance(s, int) and not isinstance(s, bool) and 0 <= s < 52:
+                out.append(_SUBSCRIPT_LETTERS[s])
+            else:
+                raise EmberError(f"einsum(): subscripts must be integers in [0, 52) or "
+                                 f"Ellipsis, got {s!r}")
+        return "".join(out)
+    operands, subs = list(args[0:len(args) - len(args) % 2:2]), list(args[1::2])
+    out = "->" + letters(args[-1]) if len(args) % 2 else ""
+    if len(subs) != len(operands):
+        raise EmberError("einsum(): the sublist form alternates operands and subscript lists")
+    return ",".join(letters(s) for s in subs) + out, tuple(operands)
+
+
 def einsum(equation: str, *operands):
     """Sum of products over the subscripts in ``equation`` (Einstein summation):
     ``"ij,jk->ik"`` is a matrix product, ``"ii->i"`` a diagonal, ``"...ij->...ji"`` a
@@ -433,6 +460,8 @@ def einsum(equation: str, *operands):
     >>> ember.einsum("ij,j->i", ember.ones(2, 3), ember.tensor([1.0, 2.0, 3.0]))
     tensor([6., 6.])
     """
+    if not isinstance(equation, str):  # the sublist form: einsum(a, [0, 1], b, [1, 2], [0, 2])
+        equation, operands = _sublist_equation((equation,) + operands)
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     if not operands:

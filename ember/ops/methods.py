@@ -110,15 +110,18 @@ def _install():
     # x.where(condition, y) is where(condition, x, y): the tensor is the values, not the
     # condition (which the function takes first)
     Tensor.where = lambda self, condition, other: ew.where(condition, self, other)
-    Tensor.new_zeros = lambda self, *size, dtype=None, device=None, requires_grad=False: \
-        creation.zeros(*size, dtype=dtype or self.dtype, device=device or self.device,
-                       requires_grad=requires_grad)
-    Tensor.new_ones = lambda self, *size, dtype=None, device=None, requires_grad=False: \
-        creation.ones(*size, dtype=dtype or self.dtype, device=device or self.device,
-                      requires_grad=requires_grad)
-    Tensor.new_empty = lambda self, *size, dtype=None, device=None, requires_grad=False: \
-        creation.empty(*size, dtype=dtype or self.dtype, device=device or self.device,
-                       requires_grad=requires_grad)
+    Tensor.new_zeros = lambda self, *sizes, size=None, dtype=None, device=None, \
+        requires_grad=False: creation.zeros(*sizes, size=size, dtype=dtype or self.dtype,
+                                            device=device or self.device,
+                                            requires_grad=requires_grad)
+    Tensor.new_ones = lambda self, *sizes, size=None, dtype=None, device=None, \
+        requires_grad=False: creation.ones(*sizes, size=size, dtype=dtype or self.dtype,
+                                           device=device or self.device,
+                                           requires_grad=requires_grad)
+    Tensor.new_empty = lambda self, *sizes, size=None, dtype=None, device=None, \
+        requires_grad=False: creation.empty(*sizes, size=size, dtype=dtype or self.dtype,
+                                            device=device or self.device,
+                                            requires_grad=requires_grad)
     Tensor.new_full = lambda self, size, fill_value, dtype=None, device=None, \
         requires_grad=False: creation.full(size, fill_value, dtype=dtype or self.dtype,
                                            device=device or self.device,

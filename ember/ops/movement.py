@@ -298,7 +298,7 @@ _REPEAT = register("repeat", lambda xp, a, sizes: xp.tile(a, sizes), _repeat_vjp
                    saves_inputs=False)
 
 
-def repeat(input, *sizes):
+def repeat(input, *sizes, **named):
     """Tile the tensor ``sizes[i]`` times along dim ``i`` (a copy). ``sizes`` may have
     more entries than the tensor has dims; the tensor then gains leading dims.
 
@@ -306,7 +306,7 @@ def repeat(input, *sizes):
     tensor([[1, 2, 1, 2],
             [1, 2, 1, 2]])
     """
-    sizes = size_args(sizes, "repeat")
+    sizes = size_args(sizes, "repeat", named, "repeats")
     if len(sizes) < input.ndim:
         raise ShapeError(f"repeat: Number of dimensions of repeat dims ({len(sizes)}) can not "
                          f"be smaller than number of dimensions of tensor ({input.ndim})")
@@ -318,14 +318,14 @@ def repeat(input, *sizes):
 Tensor.repeat = repeat  # a method only: PyTorch has no torch.repeat
 
 
-def tile(input, *dims):
+def tile(input, *dims, **named):
     """Tile the tensor ``dims[i]`` times along dim ``i``; when ``dims`` is shorter than
     the tensor's shape it is padded with leading 1s (unlike :meth:`Tensor.repeat`).
 
     >>> ember.tile(ember.tensor([[1, 2]]), (2,))
     tensor([[1, 2, 1, 2]])
     """
-    dims = size_args(dims, "tile")
+    dims = size_args(dims, "tile", named, "dims")
     return repeat(input, (1,) * (input.ndim - len(dims)) + dims)
 
 

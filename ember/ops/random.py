@@ -169,14 +169,15 @@ def _draw_dtype(dtype: dt.DType):
 _MANTISSA_BITS = {"float16": 11, "bfloat16": 8}
 
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = False):
+def rand(*sizes, size=None, generator=None, dtype=None, device=None,
+         requires_grad: bool = False):
     """Uniform random numbers in [0, 1).
 
     >>> ember.rand(2, 3).shape
     ember.Size([2, 3])
     """
     dtype = _float_dtype("rand", dtype)
-    shape = _size(size, "rand")
+    shape = _size(sizes, "rand", size)
     bits = _MANTISSA_BITS.get(dtype.name)
     dev = _dev(device, "rand")
     xp = _xp(generator, dev)
@@ -190,14 +191,15 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad: bool = F
                 requires_grad)
 
 
-def randn(*size, generator=None, dtype=None, device=None, requires_grad: bool = False):
+def randn(*sizes, size=None, generator=None, dtype=None, device=None,
+          requires_grad: bool = False):
     """Standard normal random numbers.
 
     >>> ember.randn(2, 3).shape
     ember.Size([2, 3])
     """
     dtype = _float_dtype("randn", dtype)
-    shape = _size(size, "randn")
+    shape = _size(sizes, "randn", size)
     dev = _dev(device, "randn")
     arr = draw(generator, shape, dtype.np, lambda rng: rng.standard_normal(
         shape, _draw_dtype(dtype)).astype(dtype.np, copy=False), dev)

@@ -6,7 +6,8 @@ import numbers
 
 import numpy as np
 
-from ..errors import EmberError, EmberIndexError, ShapeError
+from ..errors import EmberError, EmberIndexError, EmberTypeError, ShapeError
+from ..memory_format import axis_order, is_laid_out
 from .registry import AbstractValue, apply, register
 
 METHODS_ONLY = ("view_as", "reshape_as", "expand_as")  # Tensor methods, not ember.*
@@ -39,14 +40,27 @@ def wrap_dims(dims, ndim: int, op: str) -> tuple:
     return out
 
 
-def size_args(size, op: str) -> tuple:
-    """``f(2, 3)``, ``f((2, 3))`` and ``f(ember.Size([2, 3]))`` all mean (2, 3)."""
+def size_args(size, op: str, named=None, keyword: str = "size") -> tuple:
+    """``f(2, 3)``, ``f((2, 3))`` and ``f(ember.Size([2, 3]))`` all mean (2, 3); so does
+    ``f(size=(2, 3))`` (PyTorch also takes the sizes by the name ``keyword``): ``named``
+    holds the keyword arguments the function got besides its own."""
+    if named:
+        size = _by_keyword(size, named, keyword, op)
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     try:
         return tuple(int(s) for s in size)
     except TypeError:
         raise EmberError(f"{op}: expected ints for the shape, got {size!r}") from None
+
+
+def _by_keyword(args: tuple, named: dict, keyword: str, op: str) -> tuple:
+    if keyword not in named or len(named) > 1 or args:
+        extra = next(k for k in named if k != keyword) if set(named) - {keyword} else keyword
+        raise EmberTypeError(f"{op}() got an unexpected keyword argument {extra!r}" + (
+            f" (sizes are given either as arguments or as {keyword}=...)"
+            if extra == keyword else ""))
+    return (named[keyword],)
 
 
 def _resolve_shape(shape: tuple, numel: int, op: str) -> tuple:
@@ -83,7 +97,7 @@ _VIEW = register("view", _view_forward, lambda n, g: reshape(g, n.inputs[0].shap
                  infer=lambda a, shape: AbstractValue(shape, a.dtype))
 
 
-def view(input, *shape):
+def view(input, *shape, **named):
     """The same data seen with another shape (no copy; the strides must allow it).
     One dimension may be -1, inferred from the others.
 
@@ -91,9 +105,11 @@ def view(input, *shape):
     tensor([[0, 1, 2],
             [3, 4, 5]])
     """
+    if named and "dtype" in named and not shape and len(named) == 1:
+        return _view_dtype(input, named["dtype"])
     if len(shape) == 1 and not isinstance(shape[0], (numbers.Integral, tuple, list)):
         return _view_dtype(input, shape[0])
-    shape = _resolve_shape(size_args(shape, "view"), input._data.size, "view")
+    shape = _resolve_shape(size_args(shape, "view", named), input._data.size, "view")
     return apply(_VIEW, input, shape=shape)
 
 
@@ -127,9 +143,10 @@ def _view_dtype(input, dtype):
     return apply(_VIEW_DTYPE, input, dtype=dtype)
 
 
-def reshape(input, *shape):
+def reshape(input, *shape, **named):
     """``input`` with a new shape: a view when the strides allow, else a copy."""
-    shape = _resolve_shape(size_args(shape, "reshape"), input._data.size, "reshape")
+    shape = _resolve_shape(size_args(shape, "reshape", named, "shape"), input._data.size,
+                           "reshape")
     data = input._data
     if data.flags.c_contiguous or _viewable(data, shape):
         return apply(_VIEW, input, shape=shape)
@@ -180,17 +197,30 @@ def unflatten(input, dim: int, sizes):
         else reshape(input, shape[:d] + sizes + shape[d + 1:])
 
 
-_CLONE = register("clone", lambda xp, a: a.copy(), lambda n, g: g, saves_inputs=False)
+def _clone_forward(xp, a, order=None):
+    if order is None:
+        return a.copy()
+    inverse = tuple(int(i) for i in np.argsort(order))
+    return xp.ascontiguousarray(a.transpose(order)).transpose(inverse)
+
+
+_CLONE = register("clone", _clone_forward, lambda n, g: g, saves_inputs=False)
 
 
 def clone(input, *, memory_format=None):
-    """A copy of ``input`` (differentiable)."""
-    return apply(_CLONE, input)
+    """A copy of ``input`` (differentiable); ``memory_format=ember.channels_last`` lays
+    it out channels-innermost."""
+    order = axis_order(memory_format, input.ndim, "clone")
+    return apply(_CLONE, input) if order is None else apply(_CLONE, input, order=order)
 
 
 def contiguous(input, memory_format=None):
-    """``input`` itself if C-contiguous, else a contiguous copy."""
-    return input if input._data.flags.c_contiguous else apply(_CLONE, input)
+    """``input`` itself if laid out in ``memory_format`` (row-major by default), else a
+    copy that is."""
+    order = axis_order(memory_format, input.ndim, "contiguous")
+    if order is None:
+        return input if input._data.flags.c_contiguous else apply(_CLONE, input)
+    return input if is_laid_out(input._data, order) else apply(_CLONE, input, order=order)
 
 
 # permute / transpose ------------------------------------------------------------------------
@@ -199,9 +229,9 @@ _PERMUTE = register("permute", lambda xp, a, dims: xp.transpose(a, dims),
                     is_view=True, saves_inputs=False)
 
 
-def permute(input, *dims):
+def permute(input, *dims, **named):
     """Reorder the dims (a view). ``x.permute(2, 0, 1)``."""
-    dims = wrap_dims(size_args(dims, "permute"), input.ndim, "permute")
+    dims = wrap_dims(size_args(dims, "permute", named, "dims"), input.ndim, "permute")
     if len(dims) != input.ndim:
         raise ShapeError(f"permute: number of dims don't match: input has {input.ndim} dims, "
                          f"got {len(dims)} ({list(dims)})")
@@ -265,14 +295,14 @@ _EXPAND = register("expand", lambda xp, a, shape: xp.broadcast_to(a, shape), _ex
                    infer=lambda a, shape: AbstractValue(shape, a.dtype))
 
 
-def expand(input, *sizes):
+def expand(input, *sizes, **named):
     """Repeat size-1 dims without copying (a view); -1 keeps a dim's size.
 
     >>> ember.tensor([[1], [2]]).expand(2, 3)
     tensor([[1, 1, 1],
             [2, 2, 2]])
     """
-    sizes = size_args(sizes, "expand")
+    sizes = size_args(sizes, "expand", named)
     shape = input._data.shape
     if len(sizes) < len(shape):
         raise ShapeError(f"expand: the number of sizes provided ({len(sizes)}) must be greater "

@@ -347,7 +347,9 @@ def _x(*shape):
     (lambda: F.interpolate(_x(1, 1, 4), scale_factor=0.1), ember.ShapeError,
      r"interpolate: scale_factor 0.1 makes an empty output \(0,\)"),
     (lambda: F.interpolate(ember.zeros(1, 1, 4, dtype=ember.int64), size=8),
-     ember.EmberTypeError, r"interpolate: expected a floating-point input, got int64"),
+     ember.EmberTypeError,
+     r"interpolate: expected a floating-point input \(or uint8 with the nearest modes\), "
+     r"got int64"),
 ])
 def test_errors_name_the_op_and_the_shapes(call, error, message):
     with pytest.raises(error, match=message):
