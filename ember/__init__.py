@@ -93,6 +93,15 @@ for _name in _TOP_LEVEL_NN:
         globals()[_name] = getattr(nn.functional, _name)
 del _name
 
+# PyTorch's other top-level functions: windows, settings, in-place and *_copy forms, ...
+# (``range`` shadows the builtin in this module from here on, as ``torch.range`` does)
+from .ops.windows import *  # noqa: E402,F401,F403
+from .ops.toplevel_creation import *  # noqa: E402,F401,F403
+from .ops.toplevel_math import *  # noqa: E402,F401,F403
+from .ops.toplevel_lu import *  # noqa: E402,F401,F403
+from .ops.toplevel_extra import *  # noqa: E402,F401,F403
+from .settings import *  # noqa: E402,F401,F403
+
 # ``axis=`` and ``keepdims=`` wherever ``dim=`` and ``keepdim=`` are taken, as in PyTorch
 # (kept last: it wraps the names defined above)
 from .keyword_aliases import install as _install_keyword_aliases  # noqa: E402
