@@ -56,6 +56,7 @@ class _Call:
 
     def __init__(self, module):
         self.module = module
+        self.__self__ = module  # (as a bound method has: the jit watches its submodules)
         self.__name__ = type(module).__name__
         self.__qualname__ = self.__name__
         self.__doc__ = type(module).__doc__

@@ -118,6 +118,7 @@ class Sequential(Module):
         for i in range(n, index, -1):
             self._modules[str(i)] = self._modules[str(i - 1)]
         self._modules[str(index)] = module
+        self._changed()
         return self
 
     def extend(self, sequential: Iterable[Module]) -> "Sequential":
@@ -187,6 +188,7 @@ class ModuleList(Module):
         for i in range(len(self._modules), index, -1):
             self._modules[str(i)] = self._modules[str(i - 1)]
         self._modules[str(index)] = module
+        self._changed()
 
     def append(self, module: Module) -> "ModuleList":
         """Add ``module`` at the end; returns self."""
@@ -249,6 +251,7 @@ class ModuleDict(Module):
 
     def __delitem__(self, key: str) -> None:
         del self._modules[key]
+        self._changed()
 
     def __len__(self) -> int:
         return len(self._modules)
@@ -262,6 +265,7 @@ class ModuleDict(Module):
     def clear(self) -> None:
         """Remove every module."""
         self._modules.clear()
+        self._changed()
 
     def pop(self, key: str) -> Module:
         """Remove and return the module under ``key``."""

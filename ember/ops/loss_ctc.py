@@ -25,7 +25,7 @@ from .activation_kernels import _upcast
 from .elementwise_composite import clamp_min
 from .loss import _reduction, _require_float, _require_tensor
 from .reduce import mean as _mean, sum as _sum
-from .registry import AbstractValue, apply, register
+from .registry import AbstractValue, apply, autocast_inputs, register
 from .shape import reshape, unsqueeze
 
 __all__ = ["ctc_loss"]
@@ -267,6 +267,7 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths,
     reduction = _reduction(_NAME, None, None, reduction)
     _require_float(_NAME, log_probs)
     _require_tensor(_NAME, "targets", targets)
+    (log_probs,) = autocast_inputs(_NAME, log_probs)  # float32 under autocast, as PyTorch
     if log_probs.ndim not in (2, 3):
         raise ShapeError(f"{_NAME}: expected log_probs of shape (T, N, C) or (T, C), got "
                          f"shape {tuple(log_probs.shape)}")

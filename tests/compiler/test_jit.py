@@ -486,3 +486,40 @@ def test_assigning_through_a_traced_integer_index_matches_eager():
         np.testing.assert_allclose(got, want, rtol=1e-14)
     with pytest.raises(ember.EmberIndexError, match="setitem: index 5 is out of bounds"):
         ember.jit(f)(ember.tensor(w0), ember.tensor([5, 0]), ember.tensor(v0))
+
+
+@pytest.mark.parametrize("change", ["del", "clear", "del_then_clear", "insert_list",
+                                    "insert_sequential"])
+def test_a_compiled_module_retraces_when_a_container_it_iterates_changes(change):
+    x = ember.randn(3, 2)
+    d = ember.nn.ModuleDict({"a": ember.nn.Linear(2, 2), "b": ember.nn.Linear(2, 2)})
+    lst = ember.nn.ModuleList([ember.nn.Linear(2, 2)])
+    seq = ember.nn.Sequential(ember.nn.Linear(2, 2))
+
+    class Net(ember.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.d, self.lst, self.seq = d, lst, seq
+
+        def forward(self, x):
+            for layer in list(self.d.values()) + list(self.lst):
+                x = layer(x)
+            return self.seq(x)
+    net = Net()
+    compiled = ember.jit(net)
+    compiled(x)
+    if change == "del":
+        del d["b"]
+    elif change == "clear":
+        d.clear()
+    elif change == "del_then_clear":
+        del d["b"]
+        compiled(x)
+        d.clear()
+    elif change == "insert_list":
+        lst.insert(0, ember.nn.Linear(2, 2))
+    else:
+        seq.insert(0, ember.nn.Linear(2, 2))
+    np.testing.assert_allclose(compiled(x).detach().numpy(), net(x).detach().numpy(),
+                               rtol=1e-6)
+    assert len(compiled.retraces) == (3 if change == "del_then_clear" else 2)

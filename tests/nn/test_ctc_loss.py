@@ -300,3 +300,14 @@ def test_errors(change, error, match):
     kwargs.update(change)
     with pytest.raises(error, match=match):
         F.ctc_loss(**kwargs)
+
+
+def test_ctc_loss_runs_in_float32_under_autocast():
+    log_probs = ember.randn(10, 2, 5).log_softmax(-1).to(ember.bfloat16)
+    with ember.autocast("cpu", dtype=ember.bfloat16):
+        loss = ember.nn.functional.ctc_loss(log_probs, ember.tensor([[1, 2], [3, 3]]),
+                                            [10, 8], [2, 2])
+    assert loss.dtype is ember.float32  # (as torch.autocast on the CPU)
+    want = ember.nn.functional.ctc_loss(log_probs.float(), ember.tensor([[1, 2], [3, 3]]),
+                                        [10, 8], [2, 2])
+    assert loss.item() == want.item()
