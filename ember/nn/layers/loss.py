@@ -6,7 +6,7 @@ from __future__ import annotations
 import warnings
 from typing import Callable
 
-from ...ops.elementwise import minimum
+from ...errors import EmberValueError
 from ...tensor import Tensor
 from .. import functional as F
 from ..module import Module
@@ -286,24 +286,14 @@ class TripletMarginWithDistanceLoss(_Loss):
                  swap: bool = False, reduction: str = "mean"):
         super().__init__(reduction=reduction)
         if margin <= 0:
-            raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater "
-                             f"than 0, got {margin} instead")
+            raise EmberValueError(f"TripletMarginWithDistanceLoss: expected margin to be "
+                                  f"greater than 0, got {margin} instead")
         self.distance_function = (distance_function if distance_function is not None
                                   else PairwiseDistance())
         self.margin = margin
         self.swap = swap
 
     def forward(self, anchor: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
-        distance = self.distance_function
-        d_pos = distance(anchor, positive)
-        d_neg = distance(anchor, negative)
-        if self.swap:
-            d_neg = minimum(d_neg, distance(positive, negative))
-        loss = (self.margin + d_pos - d_neg).clamp_min(0)
-        if self.reduction == "mean":
-            return loss.mean()
-        if self.reduction == "sum":
-            return loss.sum()
-        if self.reduction == "none":
-            return loss
-        raise ValueError(f"{self.reduction} is not a valid value for reduction")
+        return F.triplet_margin_with_distance_loss(
+            anchor, positive, negative, distance_function=self.distance_function,
+            margin=self.margin, swap=self.swap, reduction=self.reduction)
