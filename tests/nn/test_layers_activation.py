@@ -85,3 +85,10 @@ def test_activation_errors():
 def test_prelu_default_init_and_repr():
     assert nn.PReLU(3).weight.tolist() == pytest.approx([0.25] * 3)
     assert repr(nn.PReLU(3, 0.1)) == "PReLU(num_parameters=3)"
+
+
+def test_hardtanh_takes_pytorchs_deprecated_min_value_and_max_value():
+    with pytest.warns(DeprecationWarning, match="min_value and max_value are deprecated"):
+        layer = ember.nn.Hardtanh(min_value=-2.0, max_value=3.0)
+    assert (layer.min_val, layer.max_val) == (-2.0, 3.0)
+    assert layer(ember.tensor([-5.0, 0.5, 5.0])).tolist() == [-2.0, 0.5, 3.0]

@@ -2,6 +2,8 @@
 ``ember.nn.functional`` form."""
 from __future__ import annotations
 
+import warnings
+
 from ...errors import ShapeError
 from ...ops.creation import empty
 from ...tensor import Tensor
@@ -82,8 +84,15 @@ class RReLU(Module):
 class Hardtanh(Module):
     """``x`` clamped to ``[min_val, max_val]``."""
 
-    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False,
+                 min_value: float | None = None, max_value: float | None = None):
         super().__init__()
+        if min_value is not None or max_value is not None:  # PyTorch's old names
+            warnings.warn("Hardtanh: keyword arguments min_value and max_value are "
+                          "deprecated; use min_val and max_val", DeprecationWarning,
+                          stacklevel=2)
+            min_val = min_val if min_value is None else min_value
+            max_val = max_val if max_value is None else max_value
         if max_val <= min_val:
             raise ValueError(f"Hardtanh: max_val ({max_val}) must be greater than min_val "
                              f"({min_val})")
