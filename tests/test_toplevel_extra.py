@@ -327,6 +327,14 @@ def _inplace_case(name, rng):
         return np.array([np.nan, np.inf, -np.inf, 1.0]), (0.5, 9.0, -9.0), {}
     if name == "round_":
         return unit * 100, (), {"decimals": 1}
+    if name == "addmv_":
+        return unit[0], (torch.tensor(unit.T), torch.tensor(unit[:, 0])), {"beta": 0.5,
+                                                                          "alpha": 2.0}
+    if name == "index_put_":
+        return unit, ((torch.tensor([0, 2, 0]), torch.tensor([1, 3, 1])),
+                      torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64), True), {}
+    if name == "resize_as_":
+        return unit, (torch.zeros(2, 6),), {}
     return unit, (), {}
 
 
@@ -335,8 +343,11 @@ def test_inplace_functions_match_torch(name):
     rng = np.random.default_rng(len(name))
     arr, args, kwargs = _inplace_case(name, rng)
     e, t = ember.tensor(arr), torch.tensor(arr)
-    eargs = [ember.tensor(a.numpy()) if isinstance(a, torch.Tensor) else a for a in args]
-    out = getattr(ember, name)(e, *eargs, **kwargs)
+    def to_ember(a):
+        if isinstance(a, tuple):
+            return tuple(to_ember(b) for b in a)
+        return ember.tensor(a.numpy()) if isinstance(a, torch.Tensor) else a
+    out = getattr(ember, name)(e, *[to_ember(a) for a in args], **kwargs)
     ref = getattr(torch, name)(t, *args, **kwargs)
     assert out is e
     close(e, t, rtol=1e-6, atol=1e-12)
