@@ -123,6 +123,29 @@ def test_inplace_shape_op_bumps_the_version_saved_tensors_check():
         c.sum().backward()
 
 
+def test_views_taken_before_an_inplace_shape_change():
+    w = ember.ones(3, 3, requires_grad=True)
+    y = w * 1
+    before = y[0]
+    y.t_()
+    after = y[0]  # the first row of w's transpose: its first column
+    (after * ember.tensor([1.0, 2.0, 3.0])).sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), [[1, 0, 0], [2, 0, 0], [3, 0, 0]])
+    with pytest.raises(ember.EmberError, match="taken before a tensor it comes from changed"):
+        before.sum().backward()  # its history would be re-derived from the wrong shape
+    with pytest.raises(ember.EmberError, match="Take the view again"):
+        before.mul_(2)
+    x = (w * 1)[1:]
+    child = x[0]
+    x.t_()  # a view changed in place: views of it made earlier are refused too
+    with pytest.raises(ember.EmberError, match="changed its shape in place"):
+        (child * 1).sum().backward()
+    plain = ember.zeros(2, 3)  # without autograd, an earlier view just shares the memory
+    row = plain[0]
+    plain.t_().add_(1.0)
+    np.testing.assert_array_equal((row + 1).numpy(), [2.0, 2.0, 2.0])
+
+
 def test_inplace_shape_op_errors():
     with pytest.raises(ember.ShapeError, match="<= 2 dimensions"):
         ember.zeros(1, 2, 3).t_()

@@ -29,6 +29,8 @@ def _view_chain(view):
 
 def replay_view(view, base):
     """``view``'s view ops applied to ``base`` (a graph-connected view of base)."""
+    from .inplace_shape import check_replayable
+    check_replayable(view)  # (its chain may predate an in-place shape change: t_, ...)
     t = base
     for op, params in _view_chain(view):
         t = apply(op, t, **params)

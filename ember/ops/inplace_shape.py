@@ -8,14 +8,16 @@ base (its recorded chain of view ops gains the new one), so later in-place write
 still reach the base's graph. As PyTorch, these bump the version counter and refuse a
 leaf that requires grad (or a view of one) while grad mode is on.
 
-One limit: a view taken of a tensor *before* that tensor's in-place shape change keeps
-deriving itself from the tensor as it is now when its history is re-derived (after an
-in-place write to the base while the base requires grad); PyTorch records such views by
-storage offsets and strides instead.
+One limit: a view records how it was made from its base as view ops, so a view taken
+of a tensor *before* that tensor's in-place shape change cannot re-derive its history
+afterwards (which it must when the base requires grad, or while ``ember.jit`` traces);
+that raises a clear error, where PyTorch, which records views by storage offsets and
+strides, carries on. Its values stay right: it shares the memory.
 """
 from __future__ import annotations
 
 import numbers
+import weakref
 
 import numpy as np
 
@@ -29,6 +31,34 @@ from .strided import (_AS_STRIDED, _storage_view, check_size_stride, needed_stor
 
 __all__ = ["t_", "transpose_", "swapaxes_", "swapdims_", "squeeze_", "unsqueeze_",
            "resize_", "resize_as_", "new_empty_strided", "new"]
+
+
+# Tensors whose shape an in-place view op changed: id -> (weak reference, the version
+# after the change). A view made before that version cannot be replayed through them.
+_reshaped: dict = {}
+
+
+def _note_reshaped(t) -> None:
+    key = id(t)
+    _reshaped[key] = (weakref.ref(t, lambda _, key=key: _reshaped.pop(key, None)),
+                      t._version[0])
+
+
+def check_replayable(view) -> None:
+    """Raise if ``view`` was made before a tensor it derives from changed shape in place
+    (its recorded view ops expect the old shape)."""
+    if not _reshaped:
+        return
+    t = view
+    while t._base is not None:
+        t = t._view_src[0]
+        entry = _reshaped.get(id(t))
+        if entry is not None and entry[0]() is t and view._view_version < entry[1]:
+            raise EmberError(
+                f"a view of shape {list(view.shape)} was taken before a tensor it comes "
+                f"from changed its shape in place (t_, transpose_, squeeze_, resize_, ...); "
+                f"ember cannot re-derive its autograd history from the new shape. Take the "
+                f"view again after the in-place shape change")
 
 
 def _shadow(t):
@@ -64,6 +94,7 @@ def _view_in_place(name: str, self, make):
         self._view_src = new._view_src
     self._version[0] += 1
     self._view_version = self._version[0]
+    _note_reshaped(self)
     return self
 
 
@@ -174,6 +205,7 @@ def resize_(self, *sizes, memory_format=None):
             self._version = [self._version[0]]
     self._version[0] += 1
     self._view_version = self._version[0]
+    _note_reshaped(self)
     return self
 
 

@@ -89,7 +89,9 @@ def get_device(self) -> int:
     if self.device.type == "cpu":
         return -1
     index = self.device.index
-    return self.device.backend.current_index() or 0 if index is None else index
+    if index is None:
+        index = self.device.backend.current_index() or 0
+    return index
 
 
 def _m_h(self):
@@ -109,6 +111,16 @@ def _h(self):
         raise EmberError(f"H: tensor.H is only supported on matrices (2-D tensors). Got "
                          f"{self.ndim}-D tensor{hint}")
     return sh.t(self)
+
+
+def _layout(self) -> layout:
+    """The memory layout: ``ember.strided``, the only one ember has."""
+    return strided
+
+
+def _output_nr(self) -> int:
+    """Which output of the op that made this tensor it is (0 for a leaf)."""
+    return self._out_index
 
 
 # Shapes ------------------------------------------------------------------------------
@@ -292,8 +304,7 @@ def _install() -> None:
         "index_put": index_more.index_put_method, "index_put_": index_more.index_put_,
         "put_": index_more.put_, "index_reduce_": index_more.index_reduce_,
         "fill_diagonal_": index_more.fill_diagonal_,
-        "lu_solve": lambda self, LU_data, LU_pivots: linalg_solvers.lu_solve(
-            self, LU_data, LU_pivots),
+        "lu_solve": linalg_solvers.lu_solve,
         "diagflat": diagflat, "hardshrink": activation.hardshrink,
         "prelu": activation.prelu, "mvlgamma": special_fns.mvlgamma,
         "is_nonzero": is_nonzero, "is_same_size": is_same_size,
@@ -309,8 +320,7 @@ def _install() -> None:
     for name in ("addmm", "addmv", "baddbmm", "nextafter", "igamma", "igammac", "mvlgamma"):
         if not hasattr(Tensor, name + "_"):
             setattr(Tensor, name + "_", _inplace_method(getattr(Tensor, name), name + "_"))
-    properties = {"mH": _m_h, "H": _h, "layout": lambda self: strided,
-                  "output_nr": lambda self: self._out_index}
+    properties = {"mH": _m_h, "H": _h, "layout": _layout, "output_nr": _output_nr}
     for name, fn in properties.items():
         if not hasattr(Tensor, name):
             setattr(Tensor, name, property(fn, doc=fn.__doc__))
