@@ -57,7 +57,7 @@ def cholesky_solve(B, L, upper: bool = False):
     upper triangle read) and ``B`` of shape ``(*, n, k)``.
 
     >>> L = ember.tensor([[2.0, 0.0], [1.0, 1.0]])
-    >>> ember.cholesky_solve(ember.tensor([[4.0], [3.0]]), L)
+    >>> ember.cholesky_solve(ember.tensor([[6.0], [4.0]]), L)
     tensor([[1.],
             [1.]])
     """
