@@ -213,9 +213,7 @@ def multigammaln(input, p: int):
     x = _float_unary("multigammaln", input)
     if p < 1:
         raise EmberError(f"multigammaln: p has to be greater than or equal to 1, got {p}")
-    if bool(lg.le(x, (p - 1) / 2).any()):
-        raise EmberError(f"multigammaln: All elements must be greater than (p-1)/2 = "
-                         f"{(p - 1) / 2}")
+    # (no domain check, as PyTorch 2.13: at or below (p - 1) / 2 the terms are log|gamma|)
     out = lgamma(x)
     for j in range(1, p):
         out = out + lgamma(x - j / 2)

@@ -162,3 +162,9 @@ def test_interpolate_nearest_takes_uint8():
     assert out.dtype is ember.uint8 and out.tolist() == [[[0, 30, 90, 120, 180]]]
     with pytest.raises(ember.EmberTypeError, match="uint8 with mode='linear'"):
         ember.nn.functional.interpolate(x, size=5, mode="linear")
+
+
+def test_mvlgamma_has_no_domain_check_as_pytorch_2_13():
+    out = ember.mvlgamma(ember.tensor([0.3, 0.5, 1.0, 3.0], dtype=ember.float64), 3)
+    np.testing.assert_allclose(out.numpy(), [6.026863353182922, np.inf, np.inf, 2.694924879806965],
+                               rtol=1e-12)
