@@ -23,7 +23,7 @@ from .autograd.graph import reachable_leaves
 from .errors import EmberError
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian",
-           "functional_call"]
+           "functional_call", "vmap", "stack_module_state", "linearize"]
 
 
 # Pytrees: tensors inside (nested) tuples, lists and dicts -------------------------------
@@ -429,3 +429,6 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs: dict 
     from .nn.utils.stateless import _func_functional_call  # nn sits above func
     return _func_functional_call(module, parameter_and_buffer_dicts, args, kwargs,
                                  tie_weights=tie_weights, strict=strict)
+
+
+from .func_vmap import linearize, stack_module_state, vmap  # noqa: E402,F401

@@ -132,9 +132,15 @@ def set_rng_state(new_state: dict) -> None:
     default_generator().set_state(new_state)
 
 
+_draw_hook = None  # while ember.func.vmap runs: its randomness= check, called per draw
+
+
 def _rng(generator, device=CPU):
     """The backend generator of ``generator``, or of ``device``'s default one."""
-    return (generator or default_generator(device))._rng
+    gen = generator or default_generator(device)
+    if _draw_hook is not None:
+        _draw_hook(gen)
+    return gen._rng
 
 
 def _xp(generator, device):
@@ -151,6 +157,8 @@ def draw(generator, shape: tuple, np_dtype, make, device=CPU):
     trace = registry._trace
     if trace is None:
         return make(_rng(generator, device))
+    if _draw_hook is not None:
+        _draw_hook(None)
     return trace.draw(make, lambda: _rng(generator, device), shape, np_dtype)
 
 
