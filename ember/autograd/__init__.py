@@ -107,3 +107,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
         from ..ops.creation import zeros_like
         result = tuple(zeros_like(t) if g is None else g for t, g in zip(inputs, result))
     return result
+
+
+from . import functional  # noqa: E402,F401  (uses the names above)
