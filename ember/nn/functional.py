@@ -4,6 +4,7 @@ loss, attention, nn_misc); this module gathers them."""
 from ..ops.activation import *  # noqa: F401,F403
 from ..ops.attention import *  # noqa: F401,F403
 from ..ops.conv import *  # noqa: F401,F403
+from ..ops.grid_sample import *  # noqa: F401,F403
 from ..ops.loss import *  # noqa: F401,F403
 from ..ops.loss_ctc import *  # noqa: F401,F403
 from ..ops.loss_extra import *  # noqa: F401,F403
