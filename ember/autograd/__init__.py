@@ -109,4 +109,4 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
     return result
 
 
-from . import functional  # noqa: E402,F401  (uses the names above)
+from . import forward_ad, functional  # noqa: E402,F401  (use the names above)
