@@ -293,8 +293,9 @@ def pow(input, exponent):
 
 def float_power(input, exponent):
     """input ** exponent computed in float64."""
-    (a, b), _ = promote("float_power", (input, exponent))
-    return pow(cast(a, dt.float64), cast(b, dt.float64))
+    promote("float_power", (input, exponent))  # (checks the operands)
+    a, b = (cast(v, dt.float64) if hasattr(v, "dtype") else v for v in (input, exponent))
+    return pow(a, b)  # each operand widened on its own, not first to a common half type
 
 
 def _maxmin_vjp(pick_first):

@@ -168,3 +168,12 @@ def test_mvlgamma_has_no_domain_check_as_pytorch_2_13():
     out = ember.mvlgamma(ember.tensor([0.3, 0.5, 1.0, 3.0], dtype=ember.float64), 3)
     np.testing.assert_allclose(out.numpy(), [6.026863353182922, np.inf, np.inf, 2.694924879806965],
                                rtol=1e-12)
+
+
+def test_float_power_widens_each_operand_to_float64_on_its_own():
+    base = ember.tensor([1.5, 2.0], dtype=ember.float16)
+    exponent = ember.tensor(0.3, dtype=ember.float32)  # not rounded to float16 first
+    out = ember.float_power(base, exponent)
+    assert out.dtype is ember.float64
+    np.testing.assert_allclose(out.numpy(), np.array([1.5, 2.0]) ** float(np.float32(0.3)),
+                               rtol=1e-15)
