@@ -25,7 +25,7 @@ from .shape import broadcast_tensors, cat, reshape, select, stack, unsqueeze, wr
 __all__ = ["cross", "kron", "cdist", "bincount", "histc", "isin", "tril_indices",
            "triu_indices", "bitwise_left_shift", "bitwise_right_shift", "cartesian_prod",
            "combinations", "block_diag", "vander", "nextafter", "frexp", "ldexp", "gcd",
-           "lcm"]
+           "lcm", "angle"]
 NOT_METHODS = ("cdist", "tril_indices", "triu_indices", "cartesian_prod", "block_diag",
                "vander")
 
@@ -377,6 +377,17 @@ def ldexp(input, other):
     """
     (a, b), _ = promote("ldexp", (input, other), FLOAT)
     return a * ew.exp2(b)
+
+
+def angle(input):
+    """The argument of each element: for real numbers ``pi`` where negative, else 0 (NaN
+    stays NaN; integers give the default float dtype). Its gradient is 0.
+
+    >>> ember.angle(ember.tensor([-2.0, 0.0, 3.0]))
+    tensor([3.1416, 0.0000, 0.0000])
+    """
+    (x,), _ = promote("angle", (input,), FLOAT)
+    return ew.where(x < 0, math.pi, ew.mul(x, 0.0))  # (x * 0 keeps NaN)
 
 
 # building tensors from others -----------------------------------------------------------

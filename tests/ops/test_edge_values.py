@@ -177,3 +177,17 @@ def test_float_power_widens_each_operand_to_float64_on_its_own():
     assert out.dtype is ember.float64
     np.testing.assert_allclose(out.numpy(), np.array([1.5, 2.0]) ** float(np.float32(0.3)),
                                rtol=1e-15)
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int64", "float16", "float32", "float64"])
+def test_angle_of_real_tensors_as_pytorch(dtype):
+    torch = pytest.importorskip("torch")
+    values = [True, False] if dtype == "bool" else \
+        ([-2, 0, 3] if dtype == "int64" else [-2.0, 0.0, 3.0, float("nan")])
+    want = torch.angle(torch.tensor(values).to(getattr(torch, dtype)))
+    got = ember.angle(ember.tensor(values).to(getattr(ember, dtype)))
+    assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+    np.testing.assert_array_equal(got.float().numpy(), want.float().numpy())
+    x = ember.tensor([-1.0, 2.0], requires_grad=True)
+    x.angle().sum().backward()
+    assert x.grad.tolist() == [0.0, 0.0]
