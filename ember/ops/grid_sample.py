@@ -39,7 +39,7 @@ from ..errors import EmberTypeError, EmberValueError, ShapeError
 from ..tensor import Tensor
 from .elementwise import floor
 from .index_kernels import add_rows
-from .registry import AbstractValue, apply, register
+from .registry import AbstractValue, apply, autocast_inputs, register
 from .shape import movedim, reshape, stack, transpose
 
 __all__ = ["grid_sample", "affine_grid"]
@@ -387,6 +387,8 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",
     >>> F.grid_sample(x, ember.tensor([[[[0., 0.], [1., -1.]]]]), align_corners=True)
     tensor([[[[1.5000, 1.0000]]]])
     """
+    # (a no-op until ember.amp's policy lists grid_sample; PyTorch's runs it in float32)
+    input, grid = autocast_inputs("grid_sample", input, grid)
     _check_grid_sample(input, grid, mode, padding_mode)
     if align_corners is None:
         warnings.warn(_ALIGN_WARNING, stacklevel=2)
@@ -497,4 +499,5 @@ def affine_grid(theta: Tensor, size, align_corners: bool | None = None) -> Tenso
                   device=theta.device)
     grid = matmul(base, transpose(theta.to(work), 1, 2))  # (N, prod(spatial), d)
     grid = reshape(grid, (size[0],) + spatial + (d,))
-    return grid if grid.dtype is theta.dtype else grid.to(theta.dtype)
+    # (in autocast's dtype inside ember.amp.autocast: matmul's, as PyTorch's bmm)
+    return grid if work is theta.dtype else grid.to(theta.dtype)
