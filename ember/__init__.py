@@ -45,6 +45,8 @@ from . import linalg, special  # noqa: E402,F401
 from . import autograd
 from .autograd import (enable_grad, inference_mode, is_grad_enabled,
                        is_inference_mode_enabled, no_grad, set_grad_enabled)
+from .autograd.anomaly_mode import (is_anomaly_check_nan_enabled,  # noqa: F401
+                                    is_anomaly_enabled, set_anomaly_enabled)
 from ._printing import get_printoptions, printoptions, set_printoptions
 from .serialization import load, save
 from .memory_format import (channels_last, channels_last_3d, contiguous_format,  # noqa: F401

@@ -110,3 +110,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph: bool | None = None,
 
 
 from . import forward_ad, functional  # noqa: E402,F401  (use the names above)
+from .anomaly_mode import (detect_anomaly, is_anomaly_check_nan_enabled,  # noqa: E402,F401
+                           is_anomaly_enabled, set_anomaly_enabled, set_detect_anomaly)
+__all__ += ["detect_anomaly", "set_detect_anomaly", "forward_ad", "functional"]

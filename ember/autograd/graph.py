@@ -15,6 +15,9 @@ import math
 from ..errors import EmberError
 from . import grad_mode
 
+# ember.autograd.anomaly_mode while anomaly detection is on (its forward and backward hooks)
+_anomaly = None
+
 
 class Node:
     """One recorded op call; shown to users as ``tensor.grad_fn``."""
@@ -54,6 +57,8 @@ class Node:
         self.pre_hooks = None
         self.retain_hooks = None
         self.released = False
+        if _anomaly is not None:
+            _anomaly.note_forward(self)
 
     def name(self) -> str:
         return self.op.grad_name
@@ -354,7 +359,8 @@ def _propagate(roots, grad_roots, retain_graph, create_graph, inputs, allow_unus
             if owned is not None and getattr(item.op, "grad_index", None) is not None \
                     and _add_at_index(buffers, owned, item, slot[0]):
                 continue
-            grads_in = _call_vjp(item, slot)
+            grads_in = _call_vjp(item, slot) if _anomaly is None else \
+                _anomaly.call_vjp(item, slot)
             for e, g in zip(item.edges, grads_in):
                 if e is not None and g is not None:
                     handed[id(g)] = handed.get(id(g), 0) + 1
