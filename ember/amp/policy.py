@@ -30,6 +30,7 @@ _FLOAT32_OPS = (
     "binary_cross_entropy_with_logits", "mse_loss", "l1_loss", "smooth_l1", "huber", "prod",
     "kl_div", "poisson_nll_loss", "hinge_embedding_loss", "soft_margin_loss",
     "margin_ranking_loss", "triplet_margin_loss", "cosine_embedding_loss", "ctc_loss",
+    "grid_sample",
 )
 
 _PROMOTE_OPS = ("cat", "stack", "index_copy")

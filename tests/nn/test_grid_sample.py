@@ -420,3 +420,13 @@ def test_errors_are_caught_as_pytorchs_are():
         F.affine_grid(_T3, (2, 3, 4, 5), align_corners=False)
     with pytest.raises(RuntimeError):
         F.grid_sample(_X4, _G4[:1], align_corners=False)
+
+
+def test_grid_sample_runs_in_float32_under_autocast():
+    x = ember.randn(1, 2, 4, 4).to(ember.bfloat16)
+    grid = ember.rand(1, 3, 3, 2) * 2 - 1
+    with ember.autocast("cpu", dtype=ember.bfloat16):
+        y = F.grid_sample(x, grid, align_corners=False)
+    assert y.dtype is ember.float32  # (as torch.autocast on the CPU)
+    want = F.grid_sample(x.float(), grid, align_corners=False)
+    np.testing.assert_array_equal(y.numpy(), want.numpy())
