@@ -276,6 +276,15 @@ def test_under_jit_matches_eager():
     assert_same(ember.jit(step)(x * 2, w), torch.tensor(step(x * 2, w).numpy()))
 
 
+def test_same_randomness_cannot_be_traced():
+    step = ember.jit(lambda a: ember.vmap(lambda r: r + ember.randn(3), randomness="same")(a))
+    with pytest.raises(EmberError, match="ember.jit cannot trace a random op"):
+        step(ember.zeros(2, 3))
+    different = ember.jit(lambda a: ember.vmap(lambda r: r + ember.randn(3),
+                                               randomness="different")(a))(ember.zeros(2, 3))
+    assert not np.allclose(different.numpy()[0], different.numpy()[1])
+
+
 def test_top_level_alias_and_wraps():
     def my_fn(a):
         return a + 1
