@@ -165,9 +165,10 @@ class set_detect_anomaly(_AnomalyContext):
 
     Example::
 
-        >>> ember.autograd.set_detect_anomaly(True)    # from here on
+        >>> _ = ember.autograd.set_detect_anomaly(True)    # from here on
         >>> with ember.autograd.set_detect_anomaly(False):
-        ...     pass                                    # off in here only
+        ...     pass                                        # off in here only
+        >>> _ = ember.autograd.set_detect_anomaly(False)
     """
 
     def __init__(self, mode: bool, check_nan: bool = True) -> None:
