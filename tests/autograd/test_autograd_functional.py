@@ -215,3 +215,16 @@ def test_no_grad_outside_is_respected():
         out, g = ember.autograd.functional.vjp(lambda a: (a ** 2).sum(), x)
     np.testing.assert_allclose(g.numpy(), 2 * X, rtol=1e-6)
     assert not g.requires_grad and not out.requires_grad
+
+
+def test_under_jit_matches_eager():
+    af = ember.autograd.functional
+    jac = ember.jit(lambda a: af.jacobian(lambda b: b ** 3, a))
+    hess = ember.jit(lambda a: af.hessian(lambda b: (b.sin() * b).sum(), a))
+    for scale in (1.0, 2.0):
+        x = ember.tensor(X * scale)
+        np.testing.assert_allclose(jac(x).numpy(), af.jacobian(lambda b: b ** 3, x).numpy(),
+                                   rtol=1e-6)
+        np.testing.assert_allclose(hess(x).numpy(),
+                                   af.hessian(lambda b: (b.sin() * b).sum(), x).numpy(),
+                                   rtol=1e-5, atol=1e-6)

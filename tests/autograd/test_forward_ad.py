@@ -169,3 +169,15 @@ def test_plain_autograd_is_unaffected_after_the_level():
     y.backward()
     assert_same(x.grad, torch.tensor(2 * X))
     assert not ember.autograd.forward_ad._markers
+
+
+def test_under_jit_matches_eager():
+    fwad = ember.autograd.forward_ad
+
+    def tangent(x):
+        with fwad.dual_level():
+            return fwad.unpack_dual((fwad.make_dual(x, ember.ones(3, 4)) ** 2).tanh()).tangent
+    compiled = ember.jit(tangent)
+    for scale in (1.0, 3.0):
+        x = ember.tensor(X * scale)
+        np.testing.assert_allclose(compiled(x).numpy(), tangent(x).numpy(), rtol=1e-5)
