@@ -64,6 +64,7 @@ from . import func  # noqa: E402  (ember.func uses the names above)
 from .func import vmap  # noqa: E402,F401
 from . import testing  # noqa: E402,F401
 from . import data, nn, optim, utils  # noqa: E402
+from . import distributions  # noqa: E402
 from .compiler import jit  # noqa: E402
 from . import train  # noqa: E402
 from . import models  # noqa: E402
