@@ -1,9 +1,10 @@
 """Distributions over K categories: Categorical, OneHotCategorical (and its
 straight-through variant) and Multinomial.
 
-Categories are drawn by the Gumbel-max trick (the argmax of the log-probabilities plus
-independent Gumbel noise), which gives exactly the categorical distribution and is
-written with ember ops, so ``ember.jit`` traces sampling too.
+Categories are drawn by inverting the distribution function: a uniform number per draw,
+located in the cumulative probabilities (in float64) by :func:`ember.searchsorted`.
+That is written with ember ops, so ``ember.jit`` traces sampling too, and needs memory
+for the draws only (not draws times categories).
 """
 from __future__ import annotations
 
@@ -14,15 +15,15 @@ from ..autograd import no_grad
 from ..errors import EmberValueError
 from ..ops.creation import arange, eye, full, tensor
 from ..ops.elementwise import where
-from ..ops.nn_misc import one_hot
 from ..ops.shape import broadcast_tensors
+from ..ops.sorting import searchsorted
 from ..ops.special_fns import lgamma
 from ..tensor import Size
 from . import constraints
 from .discrete import Binomial
 from .distribution import Distribution
-from .utils import (_uniform, as_size, broadcast_all, clamp_probs, finfo, lazy_property,
-                    logits_to_probs, probs_to_logits)
+from .utils import (_uniform, as_size, broadcast_all, finfo, lazy_property,
+                    logits_to_probs, one_hot, probs_to_logits)
 
 __all__ = ["Categorical", "OneHotCategorical", "OneHotCategoricalStraightThrough",
            "Multinomial"]
@@ -109,19 +110,17 @@ class Categorical(Distribution):
         return full(tuple(self._extended_shape()), math.nan, dtype=self._param.dtype,
                     device=self._param.device)
 
-    def _log_weights(self):
-        # exact log-probabilities: a zero probability must stay -inf, not log(eps)
-        if "probs" in self.__dict__:
-            return self.probs.log()
-        return self.logits
-
     def sample(self, sample_shape=Size()):
-        shape = tuple(as_size(sample_shape) + self._batch_shape) + (self._num_events,)
+        sample_shape = as_size(sample_shape)
+        batch = tuple(self._batch_shape)
         with no_grad():
-            log_w = self._log_weights().detach()
-            u = clamp_probs(_uniform(shape, dtype=log_w.dtype, device=log_w.device))
-            gumbel = -(-u.log()).log()
-            return (log_w + gumbel).argmax(-1)
+            cdf = self.probs.detach().to(dt.float64).cumsum(-1)
+            # normalized so the last entry is exactly 1 > every uniform draw; a category
+            # of probability 0 spans an empty interval and is never drawn
+            cdf = cdf / cdf[..., -1:]
+            u = _uniform(batch + (sample_shape.numel(),), dtype=dt.float64, device=cdf.device)
+            index = searchsorted(cdf, u, right=True)
+            return index.movedim(-1, 0).reshape(tuple(sample_shape) + batch)
 
     def log_prob(self, value):
         if self._validate_args:
@@ -189,7 +188,7 @@ class OneHotCategorical(Distribution):
     @property
     def mode(self):
         probs = self._categorical.probs
-        return one_hot(probs.argmax(-1), probs.shape[-1]).to(probs.dtype)
+        return one_hot(probs.argmax(-1), probs.shape[-1], probs.dtype)
 
     @property
     def variance(self):
@@ -202,7 +201,7 @@ class OneHotCategorical(Distribution):
     def sample(self, sample_shape=Size()):
         probs = self._categorical.probs
         indices = self._categorical.sample(sample_shape)
-        return one_hot(indices, self._categorical._num_events).to(probs.dtype)
+        return one_hot(indices, self._categorical._num_events, probs.dtype)
 
     def log_prob(self, value):
         if self._validate_args:
@@ -296,8 +295,8 @@ class Multinomial(Distribution):
         sample_shape = as_size(sample_shape)
         with no_grad():
             draws = self._categorical.sample(Size((self.total_count,)) + sample_shape)
-            counts = one_hot(draws, self._categorical._num_events).sum(0)
-            return counts.to(self.probs.dtype).reshape(tuple(self._extended_shape(sample_shape)))
+            counts = one_hot(draws, self._categorical._num_events, self.probs.dtype).sum(0)
+            return counts.reshape(tuple(self._extended_shape(sample_shape)))
 
     def entropy(self):
         n = tensor(float(self.total_count), dtype=self.probs.dtype)

@@ -7,7 +7,6 @@ import math
 from ..ops.creation import tensor
 from ..ops.elementwise import where
 from ..ops.igamma import igamma
-from ..ops.nn_misc import one_hot
 from ..ops.shape import stack
 from ..ops.special_fns import digamma, lgamma
 from ..errors import EmberValueError
@@ -17,7 +16,7 @@ from ._gamma_ops import dirichlet, standard_gamma
 from .continuous import _expand_params, _two_params
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
-from .utils import _standard_normal, broadcast_all, finfo, is_number
+from .utils import _standard_normal, broadcast_all, finfo, is_number, one_hot
 
 __all__ = ["Gamma", "Chi2", "Beta", "Dirichlet", "StudentT"]
 
@@ -169,7 +168,7 @@ class Dirichlet(ExponentialFamily):
         mode = conc_m1 / conc_m1.sum(-1, keepdim=True)
         # all concentrations below 1: the density peaks at a vertex (PyTorch picks the
         # argmax of the NaN row, the first one)
-        corner = one_hot(mode.argmax(-1), conc_m1.shape[-1]).to(mode.dtype)
+        corner = one_hot(mode.argmax(-1), conc_m1.shape[-1], mode.dtype)
         return where((self.concentration < 1).all(-1, keepdim=True), corner, mode)
 
     @property

@@ -177,6 +177,14 @@ def vec_to_tril_matrix(vec: Tensor, diag: int = 0) -> Tensor:
     return flat.scatter(-1, index, vec).reshape(tuple(vec.shape[:-1]) + (n, n))
 
 
+def one_hot(indices: Tensor, num_classes: int, dtype) -> Tensor:
+    """``indices`` as one-hot vectors of ``dtype`` along a new last dimension; written
+    with a comparison (not ``F.one_hot``, which checks the values), so ``ember.jit``
+    traces it."""
+    classes = arange(num_classes, device=indices.device)
+    return (indices.unsqueeze(-1) == classes).to(dtype)
+
+
 def solve_lower(A, B):
     """``A^-1 B`` for lower-triangular ``A`` with the batch dimensions of both made
     explicit (so a ``B`` of shape ``A.shape[:-1]`` is never read as a batch of

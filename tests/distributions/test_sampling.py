@@ -253,6 +253,33 @@ def test_jit_matches_eager():
     np.testing.assert_allclose(eager[2], jitted[2], rtol=1e-5, atol=1e-6)
 
 
+def test_jit_matches_eager_multivariate_and_mixtures():
+    def step(a, m, L, logits):
+        out = ED.Dirichlet(a).rsample((5,)).pow(2).sum() + ED.Beta(a[0], a[1]).rsample((3,)).sum()
+        mvn = ED.MultivariateNormal(m, scale_tril=L)
+        out = out + mvn.log_prob(mvn.rsample((4,))).sum() + mvn.entropy().sum()
+        out = out + ED.Multinomial(5, logits=logits).sample((2,)).sum()
+        out = out + ED.OneHotCategorical(logits=logits).sample().sum()
+        mix = ED.MixtureSameFamily(ED.Categorical(logits=logits), ED.Normal(m, a))
+        out = out + mix.log_prob(m).sum() + mix.sample((3,)).sum() + ED.StudentT(a).rsample().sum()
+        out = out + ED.RelaxedOneHotCategorical(ember.tensor(0.5), logits=logits).rsample().sum()
+        low_rank = ED.LowRankMultivariateNormal(m, L[:, :2], a)
+        return out + ED.Dirichlet(a).mode.sum() + low_rank.log_prob(m).sum()
+
+    def run(fn):
+        args = [ember.tensor([0.5, 2.0, 3.0], requires_grad=True),
+                ember.tensor([0.1, 0.2, 0.3], requires_grad=True),
+                ember.tensor([[1.0, 0, 0], [0.5, 1, 0], [0.1, 0.2, 2.0]], requires_grad=True),
+                ember.tensor([0.0, 1.0, -1.0], requires_grad=True)]
+        ember.manual_seed(3)
+        out = fn(*args)
+        out.backward()
+        return [out.detach().numpy()] + [a.grad.numpy() for a in args]
+
+    for e, j in zip(run(step), run(ember.jit(step))):
+        np.testing.assert_allclose(e, j, rtol=1e-5, atol=1e-6)
+
+
 def test_jit_rejects_host_sampled_distributions():
     fn = ember.jit(lambda rate: ED.Poisson(rate).sample())
     with pytest.raises(ember.EmberError):
