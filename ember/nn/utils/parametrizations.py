@@ -11,7 +11,8 @@ import numpy as np
 
 from ...autograd import grad_mode
 from ...errors import EmberIndexError
-from ...ops.creation import eye, ones, zeros_like
+from ...linalg.householder import householder_product
+from ...ops.creation import eye, zeros_like
 from ...ops.linalg import matmul
 from ...ops.linalg_decomp import qr, solve
 from ...ops.linalg_extra import vector_norm
@@ -27,22 +28,6 @@ __all__ = ["orthogonal", "spectral_norm", "weight_norm"]
 
 
 # Orthogonal ----------------------------------------------------------------------------------
-def _householder_product(A: Tensor, tau: Tensor) -> Tensor:
-    """The first ``k`` columns of ``H_1 H_2 ... H_k`` with ``H_i = I - tau_i v_i v_i^T``,
-    ``v_i`` being column ``i`` of ``A`` below the diagonal with a 1 on it (LAPACK's
-    ``orgqr``, PyTorch's ``linalg.householder_product``); differentiable in ``A`` and
-    ``tau``. ``A`` is ``(*, n, k)`` with ``n >= k``."""
-    n, k = A.shape[-2], A.shape[-1]
-    below = ones((n, k), dtype=A.dtype, device=A.device).tril(diagonal=-1)
-    ones_on_diag = eye(n, k, dtype=A.dtype, device=A.device)
-    V = A * below + ones_on_diag  # column i is v_i
-    Y = ones_on_diag.expand(*A.shape[:-2], n, k)
-    for i in range(k - 1, -1, -1):
-        v = V[..., :, i:i + 1]  # (*, n, 1)
-        Y = Y - (tau[..., i:i + 1].unsqueeze(-1) * v) * matmul(v.mT, Y)
-    return Y
-
-
 def _geqrf(A: Tensor) -> tuple[Tensor, Tensor]:
     """LAPACK's ``geqrf`` of ``(*, n, k)`` ``A``: R on and above the diagonal, the
     Householder vectors below it, and their scales ``tau`` (not differentiable)."""
@@ -101,7 +86,7 @@ class _Orthogonal(Module):
         else:
             A = X.tril(diagonal=-1)
             tau = 2.0 / (1.0 + (A * A).sum(dim=-2))
-            Q = _householder_product(A, tau)
+            Q = householder_product(A, tau)
             # The diagonal of X holds the signs (+-1); it is not differentiated through.
             Q = Q * X.diagonal(dim1=-2, dim2=-1).detach().int().unsqueeze(-2)
         if "base" in self._buffers:
