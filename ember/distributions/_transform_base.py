@@ -42,6 +42,7 @@ class Transform:
 
     @property
     def event_dim(self) -> int:
+        """The number of rightmost dimensions that form one event."""
         if self.domain.event_dim == self.codomain.event_dim:
             return self.domain.event_dim
         raise EmberValueError("Please use either .domain.event_dim or .codomain.event_dim")
@@ -56,6 +57,8 @@ class Transform:
 
     @property
     def sign(self) -> int:
+        """The sign of the derivative: +1 increasing, -1 decreasing (per element for a
+        tensor scale)."""
         raise NotImplementedError(f"{type(self).__name__} has no sign")
 
     def with_cache(self, cache_size: int = 1) -> "Transform":
@@ -188,6 +191,7 @@ class ComposeTransform(Transform):
 
     @constraints.dependent_property(is_discrete=False)
     def domain(self):
+        """The constraint inputs satisfy."""
         if not self.parts:
             return constraints.real
         domain = self.parts[0].domain
@@ -201,6 +205,7 @@ class ComposeTransform(Transform):
 
     @constraints.dependent_property(is_discrete=False)
     def codomain(self):
+        """The constraint outputs satisfy."""
         if not self.parts:
             return constraints.real
         codomain = self.parts[-1].codomain
@@ -299,11 +304,13 @@ class IndependentTransform(Transform):
 
     @constraints.dependent_property(is_discrete=False)
     def domain(self):
+        """The constraint inputs satisfy."""
         return constraints.independent(self.base_transform.domain,
                                        self.reinterpreted_batch_ndims)
 
     @constraints.dependent_property(is_discrete=False)
     def codomain(self):
+        """The constraint outputs satisfy."""
         return constraints.independent(self.base_transform.codomain,
                                        self.reinterpreted_batch_ndims)
 
@@ -313,6 +320,8 @@ class IndependentTransform(Transform):
 
     @property
     def sign(self):
+        """The sign of the derivative: +1 increasing, -1 decreasing (per element for a
+        tensor scale)."""
         return self.base_transform.sign
 
     def _call(self, x):
@@ -352,10 +361,12 @@ class ReshapeTransform(Transform):
 
     @constraints.dependent_property
     def domain(self):
+        """The constraint inputs satisfy."""
         return constraints.independent(constraints.real, len(self.in_shape))
 
     @constraints.dependent_property
     def codomain(self):
+        """The constraint outputs satisfy."""
         return constraints.independent(constraints.real, len(self.out_shape))
 
     def with_cache(self, cache_size: int = 1) -> Transform:

@@ -94,6 +94,7 @@ class Categorical(Distribution):
 
     @property
     def param_shape(self) -> Size:
+        """The shape of the parameter tensor (``probs`` or ``logits``)."""
         return self._param.shape
 
     @property
@@ -175,10 +176,12 @@ class OneHotCategorical(Distribution):
 
     @property
     def probs(self):
+        """The event probabilities."""
         return self._categorical.probs
 
     @property
     def logits(self):
+        """The log-probabilities (normalized) or log-odds of the events."""
         return self._categorical.logits
 
     @property
@@ -196,6 +199,7 @@ class OneHotCategorical(Distribution):
 
     @property
     def param_shape(self) -> Size:
+        """The shape of the parameter tensor (``probs`` or ``logits``)."""
         return self._categorical.param_shape
 
     def sample(self, sample_shape=Size()):
@@ -281,14 +285,17 @@ class Multinomial(Distribution):
 
     @property
     def logits(self):
+        """The log-probabilities (normalized) or log-odds of the events."""
         return self._categorical.logits
 
     @property
     def probs(self):
+        """The event probabilities."""
         return self._categorical.probs
 
     @property
     def param_shape(self) -> Size:
+        """The shape of the parameter tensor (``probs`` or ``logits``)."""
         return self._categorical.param_shape
 
     def sample(self, sample_shape=Size()):

@@ -116,6 +116,7 @@ class ContinuousBernoulli(ExponentialFamily):
 
     @property
     def param_shape(self) -> Size:
+        """The shape of the parameter tensor (``probs`` or ``logits``)."""
         return self._param.shape
 
     def sample(self, sample_shape=Size()):

@@ -106,6 +106,7 @@ class Bernoulli(ExponentialFamily):
 
     @property
     def param_shape(self) -> Size:
+        """The shape of the parameter tensor (``probs`` or ``logits``)."""
         return self._param.shape
 
     def sample(self, sample_shape=Size()):
@@ -210,6 +211,7 @@ class Binomial(Distribution):
 
     @property
     def param_shape(self) -> Size:
+        """The shape of the parameter tensor (``probs`` or ``logits``)."""
         return self._param.shape
 
     def sample(self, sample_shape=Size()):

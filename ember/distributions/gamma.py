@@ -114,6 +114,7 @@ class Chi2(Gamma):
 
     @property
     def df(self):
+        """The degrees of freedom."""
         return self.concentration * 2
 
 
@@ -253,10 +254,12 @@ class Beta(ExponentialFamily):
 
     @property
     def concentration1(self):
+        """The first shape parameter, alpha."""
         return self._dirichlet.concentration[..., 0]
 
     @property
     def concentration0(self):
+        """The second shape parameter, beta."""
         return self._dirichlet.concentration[..., 1]
 
     @property

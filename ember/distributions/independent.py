@@ -170,10 +170,12 @@ class MixtureSameFamily(Distribution):
 
     @property
     def mixture_distribution(self) -> Categorical:
+        """The categorical distribution over components."""
         return self._mixture_distribution
 
     @property
     def component_distribution(self) -> Distribution:
+        """The distribution of the K components."""
         return self._component_distribution
 
     @property

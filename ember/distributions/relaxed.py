@@ -59,6 +59,7 @@ class LogitRelaxedBernoulli(Distribution):
 
     @property
     def param_shape(self) -> Size:
+        """The shape of the parameter tensor (``probs`` or ``logits``)."""
         return self._param.shape
 
     def rsample(self, sample_shape=Size()):
@@ -104,14 +105,17 @@ class RelaxedBernoulli(TransformedDistribution):
 
     @property
     def temperature(self):
+        """The relaxation temperature."""
         return self.base_dist.temperature
 
     @property
     def logits(self):
+        """The log-probabilities (normalized) or log-odds of the events."""
         return self.base_dist.logits
 
     @property
     def probs(self):
+        """The event probabilities."""
         return self.base_dist.probs
 
 
@@ -147,14 +151,17 @@ class ExpRelaxedCategorical(Distribution):
 
     @property
     def param_shape(self) -> Size:
+        """The shape of the parameter tensor (``probs`` or ``logits``)."""
         return self._categorical.param_shape
 
     @property
     def logits(self):
+        """The log-probabilities (normalized) or log-odds of the events."""
         return self._categorical.logits
 
     @property
     def probs(self):
+        """The event probabilities."""
         return self._categorical.probs
 
     def rsample(self, sample_shape=Size()):
@@ -207,12 +214,15 @@ class RelaxedOneHotCategorical(TransformedDistribution):
 
     @property
     def temperature(self):
+        """The relaxation temperature."""
         return self.base_dist.temperature
 
     @property
     def logits(self):
+        """The log-probabilities (normalized) or log-odds of the events."""
         return self.base_dist.logits
 
     @property
     def probs(self):
+        """The event probabilities."""
         return self.base_dist.probs

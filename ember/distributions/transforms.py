@@ -190,16 +190,19 @@ class AffineTransform(Transform):
 
     @property
     def event_dim(self) -> int:
+        """The number of rightmost dimensions that form one event."""
         return self._event_dim
 
     @constraints.dependent_property(is_discrete=False)
     def domain(self):
+        """The constraint inputs satisfy."""
         if self.event_dim == 0:
             return constraints.real
         return constraints.independent(constraints.real, self.event_dim)
 
     @constraints.dependent_property(is_discrete=False)
     def codomain(self):
+        """The constraint outputs satisfy."""
         if self.event_dim == 0:
             return constraints.real
         return constraints.independent(constraints.real, self.event_dim)
@@ -222,6 +225,8 @@ class AffineTransform(Transform):
 
     @property
     def sign(self):
+        """The sign of the derivative: +1 increasing, -1 decreasing (per element for a
+        tensor scale)."""
         if isinstance(self.scale, numbers.Number):
             return 1 if float(self.scale) > 0 else -1 if float(self.scale) < 0 else 0
         return self.scale.sign()
