@@ -27,8 +27,8 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
 
     >>> A = ember.tensor([[1.0, 0.0], [1.0, 1.0], [0.0, 1.0]])
     >>> ember.linalg.householder_product(A, ember.tensor([1.0, 0.0]))
-    tensor([[ 0.,  0.],
-            [-1.,  1.],
+    tensor([[ 0., -1.],
+            [-1.,  0.],
             [ 0.,  0.]])
     """
     name = "torch.linalg.householder_product"
