@@ -265,3 +265,32 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) 
         for col in range(cols):
             tensor[randperm(rows, generator=generator)[:n_zeros], col] = 0
     return tensor
+
+
+# PyTorch's deprecated spellings without the trailing underscore ----------------------------
+def _deprecated(method):
+    """``method`` under its old name: the same call, with PyTorch's FutureWarning."""
+    old_name = method.__name__[:-1]
+
+    def deprecated_method(*args, **kwargs):
+        warnings.warn(f"`nn.init.{old_name}` is now deprecated in favor of "
+                      f"`nn.init.{method.__name__}`.", FutureWarning, stacklevel=2)
+        return method(*args, **kwargs)
+
+    deprecated_method.__name__ = deprecated_method.__qualname__ = old_name
+    deprecated_method.__doc__ = (f"{old_name}(...)\n\n    Deprecated: use "
+                                 f":func:`ember.nn.init.{method.__name__}` (same arguments).")
+    return deprecated_method
+
+
+uniform = _deprecated(uniform_)
+normal = _deprecated(normal_)
+constant = _deprecated(constant_)
+eye = _deprecated(eye_)
+dirac = _deprecated(dirac_)
+xavier_uniform = _deprecated(xavier_uniform_)
+xavier_normal = _deprecated(xavier_normal_)
+kaiming_uniform = _deprecated(kaiming_uniform_)
+kaiming_normal = _deprecated(kaiming_normal_)
+orthogonal = _deprecated(orthogonal_)
+sparse = _deprecated(sparse_)
