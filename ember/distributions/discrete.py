@@ -272,10 +272,8 @@ class Geometric(Distribution):
 
     def __init__(self, probs=None, logits=None, validate_args: bool | None = None) -> None:
         is_scalar = _probs_or_logits(self, probs, logits)
-        del self._param
-        batch_shape = Size() if is_scalar else (self.probs if probs is not None
-                                                 else self.logits).shape
-        super().__init__(batch_shape, validate_args=validate_args)
+        super().__init__(Size() if is_scalar else self._param.shape,
+                         validate_args=validate_args)
         if self._validate_args and probs is not None and not tracing():
             value = self.probs
             valid = value > 0
@@ -288,10 +286,7 @@ class Geometric(Distribution):
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(Geometric, _instance)
         batch_shape = Size(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
+        _expand_probs_or_logits(self, new, batch_shape)
         Distribution.__init__(new, batch_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new

@@ -269,3 +269,43 @@ def test_edge_batches(case):
     close(case.build(ED, *[ember.tensor(p) for p in f32]).log_prob(ember.tensor(value32)),
           case.build(TD, *[torch.tensor(p) for p in f32]).log_prob(torch.tensor(value32)),
           rtol=2e-5, atol=2e-5, what=f"{case.id} float32")
+
+
+def test_multivariate_matrix_properties():
+    """scale_tril, covariance_matrix and precision_matrix from whichever was given, and
+    the low-rank ones, with gradients."""
+    rng = np.random.default_rng(2)
+    cov = _spd(rng, (2,))
+    loc = rng.normal(size=(2, 3))
+    w, d = rng.normal(size=(2, 3, 2)), _pos(rng, (2, 3))
+    for kind in ("covariance_matrix", "precision_matrix", "scale_tril"):
+        m = np.linalg.cholesky(cov) if kind == "scale_tril" else cov
+        e_args, t_args = tensors(torch, [loc, m])
+        d_e = ED.MultivariateNormal(e_args[0], **{kind: e_args[1]})
+        d_t = TD.MultivariateNormal(t_args[0], **{kind: t_args[1]})
+        loss_e, loss_t = 0.0, 0.0
+        for name in ("scale_tril", "covariance_matrix", "precision_matrix"):
+            close(getattr(d_e, name), getattr(d_t, name), rtol=1e-9, what=f"{kind}.{name}")
+            loss_e = loss_e + getattr(d_e, name).sum()
+            loss_t = loss_t + getattr(d_t, name).sum()
+        for ge, gt in zip(ember.autograd.grad(loss_e, [e_args[1]]),
+                          torch.autograd.grad(loss_t, [t_args[1]])):
+            close(ge, gt, rtol=1e-8, atol=1e-10, what=f"{kind} gradient")
+    e_args, t_args = tensors(torch, [loc, w, d])
+    d_e, d_t = ED.LowRankMultivariateNormal(*e_args), TD.LowRankMultivariateNormal(*t_args)
+    for name in ("scale_tril", "covariance_matrix", "precision_matrix", "variance"):
+        close(getattr(d_e, name), getattr(d_t, name), rtol=1e-9, what=f"low rank {name}")
+
+
+@pytest.mark.parametrize("name,make", [
+    ("Bernoulli", lambda D, T: D.Bernoulli(T([[0.2, 0.7]]))),
+    ("Binomial", lambda D, T: D.Binomial(4, T([0.2, 0.7]))),
+    ("Categorical", lambda D, T: D.Categorical(T([[0.2, 0.8], [0.5, 0.5]]))),
+    ("OneHotCategorical", lambda D, T: D.OneHotCategorical(T([[0.2, 0.8], [0.5, 0.5]]))),
+    ("Independent", lambda D, T: D.Independent(D.Bernoulli(T([0.2, 0.7])), 0))])
+def test_enumerate_support(name, make):
+    d_e, d_t = make(ED, ember.tensor), make(TD, torch.tensor)
+    for expand in (True, False):
+        e, t = d_e.enumerate_support(expand), d_t.enumerate_support(expand)
+        assert tuple(e.shape) == tuple(t.shape) and e.dtype.name == str(t.dtype)[6:]
+        np.testing.assert_array_equal(e.numpy(), t.numpy())
