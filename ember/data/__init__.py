@@ -16,10 +16,11 @@ from .errors import DataError, WorkerError
 from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,
                       SubsetRandomSampler, WeightedRandomSampler)
 from .shards import ShardedDataset, ShardWriter
+from .stack_dataset import StackDataset
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset",
            "Subset", "random_split", "default_collate", "default_convert", "DataLoader",
            "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
            "WeightedRandomSampler", "BatchSampler", "DataError", "WorkerError",
            "WorkerInfo", "get_worker_info", "ShardWriter", "ShardedDataset", "datasets",
-           "text", "transforms"]
+           "text", "transforms", "StackDataset"]
