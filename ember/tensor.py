@@ -17,6 +17,18 @@ _ndarray = np.ndarray
 _BY_NP = _dt._BY_NP
 
 
+#: set by ember.jit while it traces: called with each tensor whose values Python reads
+#: (``item``, ``tolist``, ``numpy``, ``bool``), so that the compiled function retraces
+#: when such a tensor is later written (its values were baked into the graph)
+_value_read_hook = None
+
+
+def set_value_read_hook(fn) -> None:
+    """Install (or, with None, remove) :data:`_value_read_hook`."""
+    global _value_read_hook
+    _value_read_hook = fn
+
+
 class Tensor:
     """A multi-dimensional array with autograd.
 
@@ -288,6 +300,8 @@ class Tensor:
         if self._requires_grad and not force:
             raise EmberError("Can't call numpy() on Tensor that requires grad. "
                              "Use tensor.detach().numpy() instead.")
+        if _value_read_hook is not None:
+            _value_read_hook(self)
         return self._device.backend.to_numpy(self._data)
 
     def item(self):
@@ -295,10 +309,14 @@ class Tensor:
         if self._data.size != 1:
             raise EmberError(f"item: a Tensor with {self._data.size} elements cannot be "
                              "converted to Scalar")
+        if _value_read_hook is not None:
+            _value_read_hook(self)
         return self._data.reshape(()).item()
 
     def tolist(self):
         """The data as (nested) Python lists of numbers."""
+        if _value_read_hook is not None:
+            _value_read_hook(self)
         return self._device.backend.to_numpy(self._data).tolist()
 
     def __array__(self, dtype=None, copy=None):
@@ -343,6 +361,8 @@ class Tensor:
         if self._data.size != 1:
             raise EmberError(f"bool: Boolean value of Tensor with {self._data.size} values is "
                              "ambiguous; use .any() or .all()")
+        if _value_read_hook is not None:
+            _value_read_hook(self)
         return bool(self._data.reshape(()))
 
     def __float__(self) -> float:

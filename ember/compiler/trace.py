@@ -34,6 +34,7 @@ from ..dtypes import as_dtype
 from ..errors import EmberError
 from ..ops import registry
 from ..ops.registry import AbstractValue, Op
+from ..tensor import set_value_read_hook
 from .ir import Constant, Graph, Input, Instr, Update, Value
 
 _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -191,6 +192,7 @@ class Trace:
         self.scalars: dict = {}            # key -> scalar Input
         self.host_calls: list = []         # (callable, runs before the graph?)
         self.guards: list = []             # (getter, value when traced, label)
+        self.value_reads: set = set()      # ids of tensors whose values Python read
         self.cleared: dict = {}            # id -> tensor whose grad the function cleared
         self.entry_grad_none: dict = {}    # id -> was its grad None on entry
         self.entry_grads: dict = {}        # id -> its grad on entry (to restore)
@@ -209,11 +211,24 @@ class Trace:
                              "being traced; nested ember.jit functions are traced inline "
                              "only when called as plain Python (call fn.__wrapped__)")
         registry._trace = self
+        set_value_read_hook(self._note_value_read)
         return self
 
     def __exit__(self, *exc) -> None:
         registry._trace = None
+        set_value_read_hook(None)
         self.restore()
+
+    def _note_value_read(self, t) -> None:
+        """Python read the values of ``t`` (not a traced value): they are baked into the
+        graph, so a later write to ``t`` (a new version, or new storage) retraces."""
+        if id(t) in self.value_reads or isinstance(t._data, TracerArray):
+            return
+        self.value_reads.add(id(t))
+        data, version = t._data, t._version[0]
+        self.guard(lambda: t._version[0] if t._data is data else -1, version,
+                   f"the version of a {list(t.shape)} tensor whose values were read while "
+                   f"tracing (by .item(), .tolist(), bool(), ...)")
 
     # Values -------------------------------------------------------------------------
     def add_arg(self, tensor, position: int, label: str) -> None:

@@ -523,3 +523,19 @@ def test_a_compiled_module_retraces_when_a_container_it_iterates_changes(change)
     np.testing.assert_allclose(compiled(x).detach().numpy(), net(x).detach().numpy(),
                                rtol=1e-6)
     assert len(compiled.retraces) == (3 if change == "del_then_clear" else 2)
+
+
+def test_values_read_while_tracing_retrace_when_the_tensor_is_written():
+    lengths = ember.tensor([3, 2])
+
+    @ember.jit
+    def f(x):
+        return x * sum(lengths.tolist())  # a Python number baked into the graph
+    x = ember.ones(2)
+    assert f(x).tolist() == [5.0, 5.0]
+    assert f(x).tolist() == [5.0, 5.0] and len(f.retraces) == 1
+    lengths.add_(1)
+    assert f(x).tolist() == [7.0, 7.0]
+    lengths[0] = 10
+    assert f(x).tolist() == [13.0, 13.0]
+    assert len(f.retraces) == 3 and "whose values were read while tracing" in f.retraces[1]
