@@ -46,3 +46,15 @@ def test_optimizer_style_updates_keep_storage():
     alias = p[1:]
     p.add_(ember.ones(4), alpha=2).mul_(0.5)
     assert alias.tolist() == [1.0, 1.0, 1.0] and p._version[0] == 2
+
+
+@pytest.mark.parametrize("weight", [0.1, 0.5, 0.7, 1.0, -0.6])
+def test_lerp_in_place_computes_from_the_nearer_end_as_the_op(weight):
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((2, 1000)).astype(np.float32)
+    x = ember.tensor(a.copy())
+    x.lerp_(ember.tensor(b), weight)
+    np.testing.assert_array_equal(x.numpy(), ember.lerp(ember.tensor(a), ember.tensor(b),
+                                                        weight).numpy())
+    if weight == 1.0:
+        np.testing.assert_array_equal(x.numpy(), b)  # exact at the far end

@@ -109,12 +109,19 @@ def _lerp(name, target, end, weight):
     e, w = _operand(target, end), _operand(target, weight)
     if e is None or w is None or not _usable(target) or not target._dtype.is_floating_point:
         return None
+    if not isinstance(w, (int, float)):
+        return None  # a tensor of weights: the general path picks the nearer end per element
     _check_dtype(name, target, (end, weight), SAME)
+    near_start = abs(w) < 0.5  # (computed from the nearer end, as the lerp op)
 
     def write(xp, arr):
         step = xp.asarray(xp.subtract(e, arr))
-        xp.multiply(step, w, out=step, casting="unsafe")
-        xp.add(arr, step, out=arr, casting="unsafe")
+        if near_start:
+            xp.multiply(step, w, out=step, casting="unsafe")
+            xp.add(arr, step, out=arr, casting="unsafe")
+        else:
+            xp.multiply(step, 1 - w, out=step, casting="unsafe")
+            xp.subtract(e, step, out=arr, casting="unsafe")
     return _run(name, target, write)
 
 
