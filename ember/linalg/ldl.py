@@ -101,9 +101,15 @@ def _bunch_kaufman(a):
     return pivots, info
 
 
+def _host(a):
+    """A float64 NumPy copy of an array of any backend (the pivoting runs on the host)."""
+    get = getattr(a, "get", None)
+    return np.array(get() if get is not None else a, dtype=np.float64)
+
+
 def _ldl_factor_forward(xp, a, hermitian):
     n = a.shape[-1]
-    flat = np.array(a, dtype=np.float64).reshape(-1, n, n)
+    flat = _host(a).reshape(-1, n, n)
     piv = np.zeros((flat.shape[0], n), np.int32)
     info = np.zeros(flat.shape[0], np.int32)
     for b in range(flat.shape[0]):
@@ -208,9 +214,9 @@ def _solve_one(a, piv, b):
 
 def _ldl_solve_forward(xp, ld, pivots, b, hermitian):
     n = ld.shape[-1]
-    ld64 = np.asarray(ld, dtype=np.float64).reshape(-1, n, n)
-    piv = np.asarray(pivots).reshape(-1, n)
-    rhs = np.array(b, dtype=np.float64).reshape((-1,) + b.shape[-2:])
+    ld64 = _host(ld).reshape(-1, n, n)
+    piv = _host(pivots).astype(np.int64).reshape(-1, n)
+    rhs = _host(b).reshape((-1,) + b.shape[-2:])
     for i in range(rhs.shape[0]):
         _solve_one(ld64[i], piv[i], rhs[i])
     return xp.asarray(rhs.reshape(b.shape).astype(b.dtype))
