@@ -162,6 +162,12 @@ class Trainer:
                 raise TrainerError("Trainer: compile=True with a grad_scaler is not "
                                    "supported (the scaler's skip-on-inf is a data-dependent "
                                    "branch a static graph cannot hold); use one or the other")
+        self._needs_closure = type(optimizer).__name__ == "LBFGS"
+        if self._needs_closure and (compile or grad_scaler is not None
+                                    or grad_accumulation_steps > 1):
+            raise TrainerError("Trainer: LBFGS evaluates the loss again inside its step (a "
+                               "closure); use it with compile=False, no grad_scaler and "
+                               "grad_accumulation_steps=1")
         callbacks, loggers = list(callbacks), list(loggers)
         for cb in callbacks:
             if not isinstance(cb, Callback):
@@ -496,6 +502,8 @@ class Trainer:
             return self._compiled_micro_step(batch, first)
         if first:
             self.optimizer.zero_grad()
+        if self._needs_closure:
+            self._closure_batch = batch
         with self._autocast():
             loss, output, target = self._forward(batch)
         value = self._loss_value(loss)
@@ -514,6 +522,9 @@ class Trainer:
         if scaler is not None and (self.grad_clip_norm or self.grad_clip_value):
             scaler.unscale_(self.optimizer)
         self._clip()
+        if self._needs_closure:
+            self.optimizer.step(self._reevaluate)
+            return
         if scaler is None:
             self.optimizer.step()
             return
@@ -522,6 +533,15 @@ class Trainer:
         scaler.update()
         if before is not None and scaler.get_scale() < before:
             self.skipped_steps += 1  # the scale backs off exactly when a step is skipped
+
+    def _reevaluate(self):
+        """LBFGS's closure: the loss of the step's batch again, with its gradients."""
+        self.optimizer.zero_grad()
+        with self._autocast():
+            loss = self._forward(self._closure_batch)[0]
+        loss.backward()
+        self._clip()
+        return loss
 
     def _clip(self) -> None:
         params = [p for g in self.optimizer.param_groups for p in g["params"]]

@@ -227,3 +227,29 @@ def test_autocast_runs_the_forward_in_low_precision():
     assert seen[0] is ember.bfloat16 and net[0].weight.dtype is ember.float32
     losses = trainer.history["train_loss"]
     assert losses[-1] < losses[0]
+
+
+def test_lbfgs_trains_through_its_closure_as_a_manual_loop():
+    ember.manual_seed(0)
+    net = model(dropout=0.0)
+    start = params(net)
+    opt = ember.optim.LBFGS(net.parameters(), lr=0.5, max_iter=4)
+    trainer = Trainer(net, opt, F.cross_entropy, train_loader=loader(shuffle=False),
+                      max_epochs=1, progress_bar=False)
+    trainer.fit()
+    manual = model(dropout=0.0)
+    manual.load_state_dict({k: ember.from_numpy(v) for k, v in start.items()})
+    opt2 = ember.optim.LBFGS(manual.parameters(), lr=0.5, max_iter=4)
+    for x, y in loader(shuffle=False):
+        def closure():
+            opt2.zero_grad()
+            loss = F.cross_entropy(manual(x), y)
+            loss.backward()
+            return loss
+        opt2.step(closure)
+    got, want = params(net), params(manual)
+    for k in want:
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-6, atol=1e-7)
+    assert not np.allclose(got["0.weight"], start["0.weight"])
+    with pytest.raises(TrainerError, match="LBFGS evaluates the loss again"):
+        Trainer(net, opt, F.cross_entropy, train_loader=loader(), compile=True)
