@@ -539,3 +539,19 @@ def test_values_read_while_tracing_retrace_when_the_tensor_is_written():
     lengths[0] = 10
     assert f(x).tolist() == [13.0, 13.0]
     assert len(f.retraces) == 3 and "whose values were read while tracing" in f.retraces[1]
+
+
+@pytest.mark.parametrize("values", [[1.0, 2.0, 3.0, 4.0], [1.0, 0.0, 3.0, 0.0],
+                                    [0.0, 2.0, 3.0, 4.0]])
+def test_cumprod_backward_compiles_with_and_without_zeros(values):
+    weights = ember.arange(1.0, 5.0, dtype=ember.float64)
+
+    def step(x):
+        y = (ember.cumprod(x, 0) * weights).sum()
+        y.backward()
+        return y
+    x = ember.tensor(values, dtype=ember.float64, requires_grad=True)
+    ember.jit(step)(x)
+    compiled, x.grad = x.grad.numpy().copy(), None
+    step(x)
+    np.testing.assert_allclose(compiled, x.grad.numpy(), rtol=1e-12)
