@@ -15,7 +15,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..errors import EmberError, EmberTypeError, ShapeError
 from ..tensor import Tensor
-from . import elementwise as ew, logical as lg
+from . import elementwise as ew, logical as lg, registry
 from .linalg import matmul
 from .registry import AbstractValue, apply, register
 from .reduce import prod
@@ -113,8 +113,8 @@ def _det_vjp(n, g):
     if A.shape[-1] == 0:
         return A * 0
     scale = unsqueeze(unsqueeze(g * d, -1), -1)
-    if not bool(lg.eq(d.detach(), 0).any()):
-        return scale * inv(A).mT
+    if registry._trace is None and not bool(lg.eq(d.detach(), 0).any()):
+        return scale * inv(A).mT  # (traced: the cofactor form below, right for any A)
     U, S, Vh = svd(A)
     k = S.shape[-1]
     pi = stack([prod(cat([narrow(S, -1, j, 1) for j in range(k) if j != i], -1), -1)

@@ -555,3 +555,21 @@ def test_cumprod_backward_compiles_with_and_without_zeros(values):
     compiled, x.grad = x.grad.numpy().copy(), None
     step(x)
     np.testing.assert_allclose(compiled, x.grad.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("singular", [False, True])
+def test_det_backward_compiles(singular):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((2, 3, 3))
+    if singular:
+        a[1, 2] = a[1, 0] + a[1, 1]
+
+    def step(x):
+        y = ember.linalg.det(x).sum()
+        y.backward()
+        return y
+    x = ember.tensor(a, requires_grad=True)
+    ember.jit(step)(x)
+    compiled, x.grad = x.grad.numpy().copy(), None
+    step(x)
+    np.testing.assert_allclose(compiled, x.grad.numpy(), rtol=1e-10, atol=1e-12)
