@@ -395,6 +395,24 @@ _ONE_HOT = register(
     infer=lambda a, num_classes: AbstractValue(tuple(a.shape) + (num_classes,), dt.int64))
 
 
+def _one_hot_checked(xp, a, num_classes):
+    # (the checks run with the op, so a compiled graph makes them at every call too)
+    if a.size:
+        low, high = int(a.min()), int(a.max())
+        if low < 0:
+            raise EmberError(f"one_hot: class values must be non-negative, got {low}")
+        if high >= num_classes:
+            raise EmberError(f"one_hot: class values must be smaller than num_classes "
+                             f"({num_classes}), got {high}")
+    return (a[..., None] == xp.arange(num_classes)).astype(np.int64)
+
+
+# F.one_hot's op: one_hot with its range checks (the losses' backward use the plain one)
+_ONE_HOT_CHECKED = register(
+    "one_hot_checked", _one_hot_checked,
+    infer=lambda a, num_classes: AbstractValue(tuple(a.shape) + (num_classes,), dt.int64))
+
+
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """int64 one-hot encoding of the class indices ``tensor``: shape tensor.shape +
     (num_classes,). ``num_classes=-1`` means the largest value plus one.
@@ -416,14 +434,7 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     if not isinstance(num_classes, numbers.Integral) or num_classes < 0:
         raise EmberError(f"one_hot: num_classes should be -1 or a non-negative int, got "
                          f"{num_classes!r}")
-    if tensor.numel():
-        if int(data.min()) < 0:
-            raise EmberError(f"one_hot: class values must be non-negative, got "
-                             f"{int(data.min())}")
-        if int(data.max()) >= num_classes:
-            raise EmberError(f"one_hot: class values must be smaller than num_classes "
-                             f"({num_classes}), got {int(data.max())}")
-    return apply(_ONE_HOT, tensor, num_classes=int(num_classes))
+    return apply(_ONE_HOT_CHECKED, tensor, num_classes=int(num_classes))
 
 
 # Distances -------------------------------------------------------------------------------------

@@ -573,3 +573,14 @@ def test_det_backward_compiles(singular):
     compiled, x.grad = x.grad.numpy().copy(), None
     step(x)
     np.testing.assert_allclose(compiled, x.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_one_hot_compiles_and_checks_its_range_at_every_call():
+    @ember.jit
+    def f(t):
+        return ember.nn.functional.one_hot(t, 4).sum(0)
+    assert f(ember.tensor([0, 3, 3])).tolist() == [1, 0, 0, 2]
+    with pytest.raises(ember.EmberError, match=r"smaller than num_classes \(4\), got 4"):
+        f(ember.tensor([0, 4, 1]))
+    with pytest.raises(ember.EmberError, match="non-negative, got -1"):
+        f(ember.tensor([-1, 2, 1]))
