@@ -76,7 +76,11 @@ def solve_triangular(A, B, *, upper: bool, left: bool = True, unitriangular: boo
         raise ShapeError(f"linalg.solve_triangular: Incompatible shapes of A and B for the "
                          f"equation {'AX = B' if left else 'XA = B'} ({n}x{n} and "
                          f"{B.shape[-2]}x{B.shape[-1]})")
-    return solve(T, B, left=left)
+    # B is a matrix (or a batch of them) even when its shape is A's less one dim, which
+    # linalg.solve would read as a batch of vectors: give both the broadcast batch dims
+    batch = tuple(np.broadcast_shapes(tuple(T.shape[:-2]), tuple(B.shape[:-2])))
+    return solve(T.expand(batch + tuple(T.shape[-2:])), B.expand(batch + tuple(B.shape[-2:])),
+                 left=left)
 
 
 # matrix_exp -------------------------------------------------------------------------------

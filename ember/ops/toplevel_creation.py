@@ -231,7 +231,7 @@ def poisson(input: Tensor, generator=None) -> Tensor:
                          f"non-negative and finite (at most {_MAX_POISSON_RATE:g})")
     dtype = input.dtype
     arr = draw(generator, rates.shape, dtype.np,
-               lambda rng: rng.poisson(rates).astype(dtype.np), CPU)
+               lambda rng: np.asarray(rng.poisson(rates)).astype(dtype.np), CPU)
     return _new(name, arr, dtype, input.device, False)
 
 
@@ -273,5 +273,5 @@ def binomial(count: Tensor, prob: Tensor, generator=None) -> Tensor:
     trials = np.broadcast_to(n, shape).astype(np.int64)
     chance = np.broadcast_to(p, shape)
     arr = draw(generator, shape, dtype.np,
-               lambda rng: rng.binomial(trials, chance).astype(dtype.np), CPU)
+               lambda rng: np.asarray(rng.binomial(trials, chance)).astype(dtype.np), CPU)
     return _new(name, arr, dtype, count.device, False)

@@ -191,3 +191,26 @@ def test_angle_of_real_tensors_as_pytorch(dtype):
     x = ember.tensor([-1.0, 2.0], requires_grad=True)
     x.angle().sum().backward()
     assert x.grad.tolist() == [0.0, 0.0]
+
+
+@pytest.mark.parametrize("a_shape,b_shape,left", [((3, 3, 3), (3, 3), True),
+                                                  ((3, 3, 3), (3, 3), False),
+                                                  ((2, 1, 3, 3), (4, 3, 5), True)])
+def test_solve_triangular_reads_b_as_matrices_as_pytorch(a_shape, b_shape, left):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    a = np.triu(rng.standard_normal(a_shape)) + 3 * np.eye(a_shape[-1])
+    b = rng.standard_normal(b_shape)
+    got = ember.linalg.solve_triangular(ember.tensor(a), ember.tensor(b), upper=True, left=left)
+    want = torch.linalg.solve_triangular(torch.tensor(a), torch.tensor(b), upper=True,
+                                         left=left)
+    assert tuple(got.shape) == tuple(want.shape)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_poisson_and_binomial_of_0d_tensors():
+    ember.manual_seed(0)
+    p = ember.poisson(ember.tensor(3.0))
+    b = ember.binomial(ember.tensor(5.0), ember.tensor(0.5))
+    assert p.shape == () and b.shape == () and p.dtype is ember.float32
+    assert 0 <= b.item() <= 5 and p.item() == int(p.item())
