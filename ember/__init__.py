@@ -72,6 +72,8 @@ from . import models  # noqa: E402
 from . import peft, prune  # noqa: E402
 from . import amp  # noqa: E402
 from . import cuda  # noqa: E402
+from . import cpu  # noqa: E402  (torch.cpu's names and cpu.amp)
+from .compile_api import compile  # noqa: E402  (torch.compile's signature, on ember.jit)
 from . import quant  # noqa: E402
 from . import onnx  # noqa: E402  (the onnx package itself is imported when an export runs)
 from .pretrained import load_pretrained, save_pretrained  # noqa: E402

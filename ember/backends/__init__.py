@@ -14,6 +14,10 @@ from ..errors import EmberError
 from .base import Backend, Device
 from .cpu import CPUBackend
 from . import cuda  # noqa: F401  (its flags; CuPy loads on first use)
+from . import cuda_flags as _cuda_flags
+from . import cudnn, mkldnn, mps, openmp  # noqa: F401  (PyTorch's flags, for porting)
+
+_cuda_flags.install(cuda)  # is_built, the SDPA switches, ... (torch.backends.cuda's)
 
 __all__ = ["Backend", "Device", "device", "get_backend", "register_backend", "placement",
            "is_device_type"]

@@ -15,6 +15,7 @@ from ..backends import device as _device, get_backend
 from ..backends import cuda_memory as _memory
 from ..errors import EmberError
 from ..ops import random as _random
+from . import amp  # noqa: F401  (torch.cuda.amp's deprecated names)
 
 __all__ = ["is_available", "device_count", "current_device", "set_device", "device",
            "synchronize", "manual_seed", "manual_seed_all", "seed", "seed_all",
