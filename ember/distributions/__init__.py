@@ -27,6 +27,7 @@ from .gamma import Beta, Chi2, Dirichlet, Gamma, StudentT
 from .independent import Independent, MixtureSameFamily
 from .kl import kl_divergence, register_kl
 from . import kl_cross  # noqa: F401  (registers the cross-family divergences)
+from . import kl_pareto  # noqa: F401  (registers the divergences with a Pareto)
 from .multivariate_normal import LowRankMultivariateNormal, MultivariateNormal
 from .relaxed import (ExpRelaxedCategorical, LogitRelaxedBernoulli, RelaxedBernoulli,
                       RelaxedOneHotCategorical)
@@ -36,6 +37,15 @@ from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTra
                          ReshapeTransform, SigmoidTransform, SoftmaxTransform,
                          SoftplusTransform, StickBreakingTransform, TanhTransform, Transform,
                          identity_transform)
+from .transforms import (CatTransform, CorrCholeskyTransform, CumulativeDistributionTransform,
+                         PositiveDefiniteTransform, StackTransform)
+from .constraint_registry import biject_to, transform_to
+from .gamma_mixtures import FisherSnedecor, NegativeBinomial
+from .generalized_pareto import GeneralizedPareto
+from .lkj_cholesky import LKJCholesky
+from .transformed_families import InverseGamma, Kumaraswamy, LogisticNormal, Pareto, Weibull
+from .von_mises import VonMises
+from .wishart import Wishart
 
 __all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2",
            "ContinuousBernoulli", "Dirichlet", "Distribution", "Exponential",
@@ -49,4 +59,9 @@ __all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2",
            "AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform",
            "IndependentTransform", "LowerCholeskyTransform", "PowerTransform",
            "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform",
-           "StickBreakingTransform", "TanhTransform", "Transform", "identity_transform"]
+           "StickBreakingTransform", "TanhTransform", "Transform", "identity_transform",
+           "FisherSnedecor", "GeneralizedPareto", "InverseGamma", "Kumaraswamy",
+           "LKJCholesky", "LogisticNormal", "NegativeBinomial", "Pareto", "VonMises",
+           "Weibull", "Wishart", "CatTransform", "CorrCholeskyTransform",
+           "CumulativeDistributionTransform", "PositiveDefiniteTransform", "StackTransform",
+           "biject_to", "transform_to"]

@@ -340,3 +340,13 @@ class LowerCholeskyTransform(Transform):
 
     def _inverse(self, y):
         return y.tril(-1) + y.diagonal(dim1=-2, dim2=-1).log().diag_embed()
+
+
+# Transforms built on the ones above, in their own files (imported last: the matrix
+# transforms use LowerCholeskyTransform)
+from ._transform_functors import (CatTransform, CumulativeDistributionTransform,  # noqa: E402
+                                  StackTransform)
+from ._transform_matrix import CorrCholeskyTransform, PositiveDefiniteTransform  # noqa: E402
+
+__all__ += ["CatTransform", "StackTransform", "CumulativeDistributionTransform",
+            "CorrCholeskyTransform", "PositiveDefiniteTransform"]
