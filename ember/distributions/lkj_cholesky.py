@@ -44,12 +44,15 @@ class LKJCholesky(Distribution):
         (self.concentration,) = broadcast_all(concentration)
         batch_shape = self.concentration.shape
         event_shape = Size((dim, dim))
-        # the Beta marginals of the onion method's squared row norms (section 3.2)
+        # The onion method (section 3.2): row k >= 1 puts squared length
+        # y_k ~ Beta(k / 2, eta + (D - 2) / 2 - (k - 1) / 2) off the diagonal. (PyTorch
+        # 2.13 draws Beta(k - 1/2, ...), which is not the LKJ distribution for D > 2:
+        # its correlations are not exchangeable and disagree with log_prob.)
         marginal_conc = self.concentration + 0.5 * (self.dim - 2)
         offset = arange(self.dim - 1, dtype=self.concentration.dtype,
                         device=self.concentration.device)
         offset = cat([offset.new_zeros((1,)), offset])
-        beta_conc1 = offset + 0.5
+        beta_conc1 = 0.5 * offset + 0.5
         beta_conc0 = marginal_conc.unsqueeze(-1) - 0.5 * offset
         self._beta = Beta(beta_conc1, beta_conc0)
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
