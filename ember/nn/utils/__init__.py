@@ -5,6 +5,7 @@ from .clip_grad import (clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_
 from .convert_parameters import parameters_to_vector, vector_to_parameters  # noqa: F401
 from . import rnn  # noqa: F401
 from . import parametrizations, parametrize, stateless  # noqa: F401
+from . import prune  # noqa: F401  (torch.nn.utils.prune's API and masks)
 from .fusion import (fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval,  # noqa: F401
                      fuse_linear_bn_weights)
 from .init import skip_init  # noqa: F401
