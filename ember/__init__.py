@@ -74,6 +74,7 @@ from . import amp  # noqa: E402
 from . import cuda  # noqa: E402
 from . import cpu  # noqa: E402  (torch.cpu's names and cpu.amp)
 from .compile_api import compile  # noqa: E402  (torch.compile's signature, on ember.jit)
+from . import profiler  # noqa: E402  (torch.profiler's interface)
 from . import quant  # noqa: E402
 from . import onnx  # noqa: E402  (the onnx package itself is imported when an export runs)
 from .pretrained import load_pretrained, save_pretrained  # noqa: E402

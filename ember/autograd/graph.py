@@ -17,6 +17,9 @@ from . import grad_mode
 
 # ember.autograd.anomaly_mode while anomaly detection is on (its forward and backward hooks)
 _anomaly = None
+# set by ember.profiler while it records: ``_profile(node, call)`` gives the VJP call to
+# make instead (the same, timed)
+_profile = None
 
 
 class Node:
@@ -359,8 +362,10 @@ def _propagate(roots, grad_roots, retain_graph, create_graph, inputs, allow_unus
             if owned is not None and getattr(item.op, "grad_index", None) is not None \
                     and _add_at_index(buffers, owned, item, slot[0]):
                 continue
-            grads_in = _call_vjp(item, slot) if _anomaly is None else \
-                _anomaly.call_vjp(item, slot)
+            call = _call_vjp if _anomaly is None else _anomaly.call_vjp
+            if _profile is not None:
+                call = _profile(item, call)
+            grads_in = call(item, slot)
             for e, g in zip(item.edges, grads_in):
                 if e is not None and g is not None:
                     handed[id(g)] = handed.get(id(g), 0) + 1

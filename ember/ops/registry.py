@@ -20,6 +20,9 @@ from ..tensor import Tensor
 OPS: dict[str, "Op"] = {}
 _observer = None  # set by tests to see every op call (shape-rule checks)
 _trace = None     # the active ember.compiler.trace.Trace while ember.jit captures
+# set by ember.profiler while it records: ``_profile(op, forward, inputs)`` gives the
+# forward to call instead (the same, timed)
+_profile = None
 
 
 class _AutocastHook(threading.local):
@@ -149,14 +152,15 @@ def apply(op: Op, *inputs, **params):
         out = _traced_forward(trace, op, inputs, params)
     else:
         backend = device.backend
+        forward = op.fast or op.forward
+        if _profile is not None:
+            forward = _profile(op, forward, inputs)
         try:
             if backend.scoped:  # one of several GPUs: run where the inputs live
                 with backend.activate():
-                    out = (op.fast or op.forward)(backend.xp, *[t._data for t in inputs],
-                                                  **params)
+                    out = forward(backend.xp, *[t._data for t in inputs], **params)
             else:
-                out = (op.fast or op.forward)(backend.xp, *[t._data for t in inputs],
-                                              **params)
+                out = forward(backend.xp, *[t._data for t in inputs], **params)
         except EmberError:
             raise
         except Exception as exc:  # NumPy's message, restated as an ember error
