@@ -1,7 +1,7 @@
 """Sampling of the later families: shapes, dtypes and support as PyTorch's; moments
 within statistical bounds (fixed seeds); reparameterized gradients of expectations
-against the gradients of PyTorch's closed forms; seeding, ember.jit (compiled draws
-equal eager ones) and Wishart's redrawing of singular samples."""
+against the gradients of PyTorch's closed forms; seeding and Wishart's redrawing of
+singular samples. (ember.jit: test_jit_families.py.)"""
 import math
 import warnings
 
@@ -157,40 +157,6 @@ def test_seeding_repeats_samples():
     for a, b in zip(first, again):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
     assert not np.array_equal(makers[0]().sample((3,)).numpy(), first[0].numpy())
-
-
-def test_jit_matches_eager():
-    def step(a, b, loc):
-        out = ED.Pareto(a, b).rsample((3,)).sum() + ED.Weibull(a, b).rsample((2,)).sum()
-        out = out + ED.Kumaraswamy(a, b).rsample((2,)).sum() + \
-            ED.InverseGamma(b, a).rsample((2,)).sum()
-        out = out + ED.GeneralizedPareto(loc, a, loc * 0.1).rsample((2,)).sum()
-        out = out + ED.FisherSnedecor(a + 1, b + 4).rsample((2,)).sum()
-        out = out + ED.LogisticNormal(loc, a).rsample((2,)).pow(2).sum()
-        out = out + ED.VonMises(loc, b).sample((4,)).sum() + ED.VonMises(loc, b).log_prob(loc).sum()
-        out = out + ED.LKJCholesky(3, b[0]).sample((2,)).sum()
-        w = ED.Wishart(b + 3, scale_tril=ember.eye(3))
-        return out + w.rsample((2,)).sum() + w.entropy().sum() + \
-            ED.NegativeBinomial(b, logits=loc).log_prob(b.floor()).sum()
-
-    def run(fn):
-        args = [ember.tensor([0.8, 1.5, 2.0], requires_grad=True),
-                ember.tensor([2.5, 3.0, 6.0], requires_grad=True),
-                ember.tensor([0.1, -0.4, 0.3], requires_grad=True)]
-        ember.manual_seed(11)
-        out = fn(*args)
-        out.backward()
-        return [out.detach().numpy()] + [a.grad.numpy() for a in args]
-
-    eager, jitted = run(step), run(ember.jit(step))
-    for e, j in zip(eager, jitted):
-        np.testing.assert_allclose(e, j, rtol=1e-5, atol=1e-5)
-
-
-def test_jit_rejects_negative_binomial_sampling():
-    fn = ember.jit(lambda p: ED.NegativeBinomial(3.0, p).sample())
-    with pytest.raises(ember.EmberError):
-        fn(ember.tensor([0.2, 0.5]))
 
 
 def test_wishart_warnings_and_singular_redraws(monkeypatch):
