@@ -6,7 +6,7 @@ import pytest
 import ember
 import ember.nn.functional as F
 from ember.ops import conv as conv_module, registry
-from ..ops.optable import (OpCase, S, _ShapeRuleObserver, generate, nc, needs_torch,
+from ..ops.optable import (TOL, OpCase, S, _ShapeRuleObserver, generate, nc, needs_torch,
                            rand, torch)
 
 TF = None if torch is None else torch.nn.functional
@@ -86,16 +86,21 @@ def fold_samples(rng, dtype):
             S(nc(r(8, 16)), output_size=4, kernel_size=2, dilation=2, padding=1)]
 
 
+# PyTorch's half-precision transposed convolutions on a CPU without AVX-512 accumulate in
+# the half type: measured against float64 they are off by up to 1e-2 (float16) where
+# ember, accumulating in float32, is off by 4e-3; the oracle needs a looser tolerance there
+_HALF_TRANSPOSED_TOL = dict(TOL, float16=(1e-2, 1e-2), bfloat16=(5e-2, 5e-2))
+
 CASES = [
     OpCase("conv2d", F.conv2d, _t("conv2d"), conv2d_samples),
     OpCase("conv1d", F.conv1d, _t("conv1d"), conv1d_samples),
     OpCase("conv3d", F.conv3d, _t("conv3d"), conv3d_samples),
     OpCase("conv_transpose2d", F.conv_transpose2d, _t("conv_transpose2d"),
-           conv_transpose2d_samples),
+           conv_transpose2d_samples, tol=_HALF_TRANSPOSED_TOL),
     OpCase("conv_transpose1d", F.conv_transpose1d, _t("conv_transpose1d"),
-           conv_transpose1d_samples),
+           conv_transpose1d_samples, tol=_HALF_TRANSPOSED_TOL),
     OpCase("conv_transpose3d", F.conv_transpose3d, _t("conv_transpose3d"),
-           conv_transpose3d_samples),
+           conv_transpose3d_samples, tol=_HALF_TRANSPOSED_TOL),
     OpCase("unfold", F.unfold, _t("unfold"), unfold_samples),
     OpCase("fold", F.fold, _t("fold"), fold_samples),
     OpCase("conv2d_int64", F.conv2d, _t("conv2d"),
