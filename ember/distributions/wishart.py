@@ -136,15 +136,18 @@ class Wishart(ExponentialFamily):
 
     @lazy_property
     def scale_tril(self):
+        """The lower Cholesky factor of the scale matrix, ``batch_shape + (p, p)``."""
         return self._unbroadcasted_scale_tril.expand(self._matrix_shape())
 
     @lazy_property
     def covariance_matrix(self):
+        """The scale matrix, ``batch_shape + (p, p)``."""
         L = self._unbroadcasted_scale_tril
         return (L @ L.mT).expand(self._matrix_shape())
 
     @lazy_property
     def precision_matrix(self):
+        """The inverse of the scale matrix, ``batch_shape + (p, p)``."""
         L = self._unbroadcasted_scale_tril
         identity = eye(self._event_shape[-1], dtype=L.dtype, device=L.device)
         return cholesky_solve(identity, L).expand(self._matrix_shape())
