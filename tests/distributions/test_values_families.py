@@ -134,13 +134,29 @@ def test_python_number_parameters(name, args, x):
     "Pareto", "GeneralizedPareto", "VonMises", "Wishart-tril", "LKJCholesky",
     "NegativeBinomial-probs", "LogisticNormal")], ids=lambda c: c.id)
 def test_edge_batches_float32_and_expand(case):
-    """Empty and size-1 batch dimensions, float32 parameters, and expand."""
+    """Empty and size-1 batch dimensions, non-contiguous and float32 parameters, and
+    expand."""
     rng = np.random.default_rng(1)
     e_args, _ = tensors(torch, case.params(rng, (0,)), requires_grad=False)
     d_e = case.build(ED, *e_args)
     assert tuple(d_e.batch_shape) == (0,)
     assert tuple(d_e.log_prob(ember.tensor(case.value(rng, (0,)))).shape) == S + (0,)
     assert tuple(d_e.sample((2,)).shape) == (2, 0) + tuple(d_e.event_shape)
+    params = case.params(rng, (3, 2))
+    # the same values as transposed views of transposed copies: non-contiguous inputs
+    strided = [ember.tensor(np.ascontiguousarray(np.swapaxes(p, 0, 1))).transpose(0, 1)
+               for p in params]
+    assert all(not a.is_contiguous() for a in strided)
+    value = case.value(rng, (3, 2))
+    old_default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)    # (PyTorch's GeneralizedPareto needs it)
+    try:
+        expected = case.build(TD, *[torch.tensor(p) for p in params]).log_prob(
+            torch.tensor(value))
+    finally:
+        torch.set_default_dtype(old_default)
+    close(case.build(ED, *strided).log_prob(ember.tensor(value)), expected, rtol=1e-10,
+          atol=1e-11, what=f"{case.id} strided")
     params = case.params(rng, (3, 1))
     f32 = [p.astype(np.float32) if isinstance(p, np.ndarray) else p for p in params]
     value = case.value(rng, (3, 1)).astype(np.float32)
