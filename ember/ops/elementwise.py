@@ -609,11 +609,11 @@ def lerp(input, end, weight):
 
 def _clamp_vjp(n, g):
     x, lo, hi = n.saved_inputs()
-    zero = g * 0
     # min(max(x, lo), hi): where lo > hi the result is hi, whatever x is; where lo == hi
-    # and x < lo, PyTorch passes the gradient to neither bound (nor to x), and so does this
-    return (where((x >= lo) & (x <= hi), g, zero), where((x < lo) & (lo < hi), g, zero),
-            where((x > hi) | (lo > hi), g, zero))
+    # and x < lo, PyTorch passes the gradient to neither bound (nor to x), and so does this.
+    # (0.0, not g * 0: a NaN incoming gradient gives 0 where the input is clamped.)
+    return (where((x >= lo) & (x <= hi), g, 0.0), where((x < lo) & (lo < hi), g, 0.0),
+            where((x > hi) | (lo > hi), g, 0.0))
 
 
 _CLAMP = _defop("clamp", lambda xp, x, lo, hi: xp.minimum(xp.maximum(x, lo), hi), _clamp_vjp,

@@ -214,3 +214,10 @@ def test_poisson_and_binomial_of_0d_tensors():
     b = ember.binomial(ember.tensor(5.0), ember.tensor(0.5))
     assert p.shape == () and b.shape == () and p.dtype is ember.float32
     assert 0 <= b.item() <= 5 and p.item() == int(p.item())
+
+
+def test_clamp_gradient_is_zero_where_clamped_even_for_a_nan_incoming_gradient():
+    x = ember.tensor([-2.0, 0.5, 3.0], requires_grad=True)
+    ember.clamp(x, 0.0, 1.0).backward(ember.tensor([float("nan")] * 3))
+    got = x.grad.tolist()
+    assert got[0] == 0.0 and got[2] == 0.0 and np.isnan(got[1])  # (as PyTorch)
