@@ -21,6 +21,8 @@ import numpy as np
 from ..autograd import grad_mode
 from ..errors import EmberTypeError, EmberValueError
 from ..nn import Module
+from ..nn.utils.prune import _hold_while_traced
+from ..ops import registry
 from ..tensor import Tensor
 from ..ops.creation import tensor as _tensor
 
@@ -39,7 +41,10 @@ class PruningHook:
     def apply(self, module: Module) -> None:
         orig = getattr(module, self.name + "_orig")
         mask = getattr(module, self.name + "_mask")
-        object.__setattr__(module, self.name, orig * mask)
+        if registry._trace is None:
+            object.__setattr__(module, self.name, orig * mask)
+        else:  # (ember.jit: the traced product for this forward only, then the old value)
+            _hold_while_traced(module, self.name, orig * mask)
 
     def __call__(self, module: Module, args) -> None:
         self.apply(module)

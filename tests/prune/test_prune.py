@@ -244,3 +244,28 @@ def test_attention_heads_of_the_gpt():
     assert report.layers["blocks.0.qkv.weight"]["sparsity"] == pytest.approx(0.5)
     assert report.layers["blocks.0.proj.weight"]["sparsity"] == pytest.approx(0.5)
     assert report.layers["head.weight"]["sparsity"] == 0.0
+
+
+def test_a_pruned_model_trains_the_same_under_ember_jit():
+    from ember import prune
+
+    def run(compiled):
+        ember.manual_seed(0)
+        net = ember.nn.Sequential(ember.nn.Linear(6, 8), ember.nn.ReLU(), ember.nn.Linear(8, 3))
+        prune.l1_unstructured(net[0], "weight", amount=0.5)
+        opt = ember.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+        x, y = ember.randn(16, 6), ember.randint(0, 3, (16,))
+
+        def step():
+            opt.zero_grad()
+            loss = ember.nn.functional.cross_entropy(net(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        step = ember.jit(step) if compiled else step
+        losses = [float(step()) for _ in range(5)]
+        return losses, net[0].weight_orig.detach().numpy().copy(), net(x).detach().numpy()
+    eager, compiled = run(False), run(True)
+    np.testing.assert_allclose(compiled[0], eager[0], rtol=1e-5)
+    np.testing.assert_allclose(compiled[1], eager[1], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(compiled[2], eager[2], rtol=1e-5, atol=1e-6)
