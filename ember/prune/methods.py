@@ -22,6 +22,7 @@ from ..autograd import grad_mode
 from ..errors import EmberTypeError, EmberValueError
 from ..nn import Module
 from ..nn.utils.prune import _hold_while_traced
+from ..nn.utils.prune_topk import topk_indices
 from ..ops import registry
 from ..tensor import Tensor
 from ..ops.creation import tensor as _tensor
@@ -142,8 +143,8 @@ def identity(module: Module, name: str = "weight") -> Module:
 def _smallest(scores: np.ndarray, alive: np.ndarray, k: int) -> np.ndarray:
     """Flat indices of the ``k`` smallest ``scores`` among the ``alive`` entries."""
     candidates = np.flatnonzero(alive)
-    order = np.argsort(scores.ravel()[candidates], kind="stable")
-    return candidates[order[:k]]
+    # (the entries torch.topk picks, ties included, so masks equal torch.nn.utils.prune's)
+    return candidates[topk_indices(scores.ravel()[candidates], k, largest=False)]
 
 
 def l1_unstructured(module: Module, name: str = "weight", amount=0.2,

@@ -269,3 +269,21 @@ def test_a_pruned_model_trains_the_same_under_ember_jit():
     np.testing.assert_allclose(compiled[0], eager[0], rtol=1e-5)
     np.testing.assert_allclose(compiled[1], eager[1], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(compiled[2], eager[2], rtol=1e-5, atol=1e-6)
+
+
+def test_masks_equal_torch_with_tied_magnitudes():
+    torch = pytest.importorskip("torch")
+    import torch.nn.utils.prune as torch_prune
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        w = rng.integers(0, 4, (8, 10)).astype(np.float32)  # many equal magnitudes
+        amount = float(rng.choice([0.2, 0.5, 0.73]))
+        ours, theirs = nn.Linear(10, 8), torch.nn.Linear(10, 8)
+        with ember.no_grad():
+            ours.weight.copy_(ember.tensor(w))
+        with torch.no_grad():
+            theirs.weight.copy_(torch.tensor(w))
+        for share in (amount, 0.3):  # a second round prunes among the survivors
+            prune.l1_unstructured(ours, "weight", share)
+            torch_prune.l1_unstructured(theirs, "weight", share)
+        np.testing.assert_array_equal(ours.weight_mask.numpy(), theirs.weight_mask.numpy())
