@@ -244,9 +244,11 @@ def ln_structured(module: Module, name: str = "weight", amount=0.2, n=2, dim: in
     alive_channels = np.moveaxis(mask, dim, 0).reshape(size, -1).any(axis=1)
     # As torch's PruningContainer: the amount counts the channels still unpruned.
     k = _count("ln_structured", amount, int(alive_channels.sum()))
-    drop = _smallest(norms, alive_channels, k)
-    channel_mask = np.ones(size, dtype=mask.dtype)
-    channel_mask[drop] = 0
+    # torch keeps the topk largest norms (which, with ties, is not dropping the smallest)
+    candidates = np.flatnonzero(alive_channels)
+    keep = candidates[topk_indices(norms[candidates], len(candidates) - k, largest=True)]
+    channel_mask = np.zeros(size, dtype=mask.dtype)
+    channel_mask[keep] = 1
     shape = [1] * orig.ndim
     shape[dim] = size
     return apply_mask(module, name, mask * channel_mask.reshape(shape))

@@ -287,3 +287,21 @@ def test_masks_equal_torch_with_tied_magnitudes():
             prune.l1_unstructured(ours, "weight", share)
             torch_prune.l1_unstructured(theirs, "weight", share)
         np.testing.assert_array_equal(ours.weight_mask.numpy(), theirs.weight_mask.numpy())
+
+
+def test_structured_masks_equal_torch_with_tied_channel_norms():
+    torch = pytest.importorskip("torch")
+    import torch.nn.utils.prune as torch_prune
+    rng = np.random.default_rng(1)
+    for _ in range(30):
+        w = np.repeat(rng.integers(0, 3, (8, 1)), 10, axis=1).astype(np.float32)
+        amount = float(rng.choice([0.25, 0.5, 0.6]))
+        ours, theirs = nn.Linear(10, 8), torch.nn.Linear(10, 8)
+        with ember.no_grad():
+            ours.weight.copy_(ember.tensor(w))
+        with torch.no_grad():
+            theirs.weight.copy_(torch.tensor(w))
+        for share, n in ((amount, 2), (0.34, 1)):
+            prune.ln_structured(ours, "weight", share, n=n, dim=0)
+            torch_prune.ln_structured(theirs, "weight", share, n=n, dim=0)
+        np.testing.assert_array_equal(ours.weight_mask.numpy(), theirs.weight_mask.numpy())
