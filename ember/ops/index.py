@@ -349,8 +349,10 @@ def index_put(input, indices, values, accumulate: bool = False):
     values = as_operand("index_put", values, input.device)
     if not isinstance(values, Tensor):
         values = scalar_tensor(values, input.dtype, input.device)
-    elif values.dtype is not input.dtype:
-        values = values.to(input.dtype)
+    elif values.dtype is not input.dtype:  # (as PyTorch: no silent cast)
+        raise EmberTypeError(f"index_put: Index put requires the source and destination "
+                             f"dtypes match, got {input.dtype.name} for the destination "
+                             f"and {values.dtype.name} for the source.")
     return _index_put(input, values, idx, accumulate)
 
 

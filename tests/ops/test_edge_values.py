@@ -221,3 +221,12 @@ def test_clamp_gradient_is_zero_where_clamped_even_for_a_nan_incoming_gradient()
     ember.clamp(x, 0.0, 1.0).backward(ember.tensor([float("nan")] * 3))
     got = x.grad.tolist()
     assert got[0] == 0.0 and got[2] == 0.0 and np.isnan(got[1])  # (as PyTorch)
+
+
+def test_index_put_refuses_values_of_another_dtype_as_pytorch():
+    x = ember.zeros(3)
+    with pytest.raises(ember.EmberTypeError, match="dtypes match, got float32 for the "
+                                                   "destination and int64 for the source"):
+        ember.index_put(x, (ember.tensor([0]),), ember.tensor([1]))
+    assert ember.index_put(x, (ember.tensor([0]),), ember.tensor([1.0])).tolist() == \
+        [1.0, 0.0, 0.0]
