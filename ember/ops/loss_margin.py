@@ -5,14 +5,13 @@ from __future__ import annotations
 import math
 import warnings
 
-from ..autograd import grad_mode
 from ..errors import EmberValueError, ShapeError
 from ..tensor import Tensor
 from . import elementwise as ew
 from .activation import logsigmoid
 from .elementwise_composite import clamp_min
 from .loss import _REDUCTIONS, _reduce, _reduction
-from .registry import autocast_inputs
+from .registry import AbstractValue, apply, autocast_inputs, register
 from .reduce import sum as _sum
 from .shape import unsqueeze
 
@@ -172,6 +171,18 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
     return _reduce(loss, reduction)
 
 
+def _var_gap(xp, var, eps):
+    # (the check runs with the op, so a compiled graph makes it at every call too)
+    if var.size and bool((var < 0).any()):
+        raise EmberValueError("gaussian_nll_loss: var has negative entry/entries")
+    return xp.maximum(var, var.dtype.type(eps)) - var
+
+
+# what clamping var at eps adds to it (no gradient: the clamp does not stop var's)
+_VAR_GAP = register("gaussian_nll_var_gap", _var_gap, saves_inputs=False,
+                    infer=lambda var, eps: AbstractValue(var.shape, var.dtype))
+
+
 def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False,
                       eps: float = 1e-6, reduction: str = "mean") -> Tensor:
     """Gaussian negative log-likelihood 0.5 * (log(var) + (input - target)^2 / var),
@@ -192,11 +203,7 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False,
         elif not (shape[:-1] == vshape[:-1] and vshape[-1:] == (1,)):
             raise EmberValueError(f"{name}: var is of incorrect size: got {vshape} for input "
                                   f"of shape {shape}")
-    with grad_mode.no_grad():
-        if bool((var < 0).any()):
-            raise EmberValueError(f"{name}: var has negative entry/entries")
-        clamped = clamp_min(var, eps) - var
-    var = var + clamped
+    var = var + apply(_VAR_GAP, var.detach(), eps=float(eps))
     loss = 0.5 * (ew.log(var) + (input - target) * (input - target) / var)
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)

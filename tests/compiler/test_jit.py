@@ -584,3 +584,24 @@ def test_one_hot_compiles_and_checks_its_range_at_every_call():
         f(ember.tensor([0, 4, 1]))
     with pytest.raises(ember.EmberError, match="non-negative, got -1"):
         f(ember.tensor([-1, 2, 1]))
+
+
+def test_gaussian_nll_loss_compiles_and_checks_var_at_every_call():
+    rng = np.random.default_rng(0)
+    x = ember.tensor(rng.standard_normal((4, 3)), requires_grad=True)
+    target = ember.tensor(rng.standard_normal((4, 3)))
+    var = ember.tensor(np.abs(rng.standard_normal((4, 3))), requires_grad=True)
+
+    def step(x, var):
+        loss = ember.nn.functional.gaussian_nll_loss(x, target, var)
+        loss.backward()
+        return loss
+    compiled = ember.jit(step)
+    got = compiled(x, var).item()
+    grads = (x.grad.numpy().copy(), var.grad.numpy().copy())
+    x.grad = var.grad = None
+    assert got == step(x, var).item()
+    np.testing.assert_array_equal(grads[0], x.grad.numpy())
+    np.testing.assert_array_equal(grads[1], var.grad.numpy())
+    with pytest.raises(ember.EmberValueError, match="var has negative entry"):
+        compiled(x, -var.detach().requires_grad_())
