@@ -40,6 +40,20 @@ def _probs_or_logits(dist, probs, logits):
     return is_number(logits)
 
 
+def _set_count_and_probs_or_logits(self, total_count, probs, logits) -> None:
+    """``self.total_count`` and one of ``self.probs``/``self.logits`` (also ``_param``),
+    broadcast together (Binomial, NegativeBinomial)."""
+    if (probs is None) == (logits is None):
+        raise EmberValueError("Either `probs` or `logits` must be specified, but not both.")
+    if probs is not None:
+        total_count, self.probs = broadcast_all(total_count, probs)
+        self._param = self.probs
+    else:
+        total_count, self.logits = broadcast_all(total_count, logits)
+        self._param = self.logits
+    self.total_count = total_count.to(self._param.dtype)
+
+
 def _expand_probs_or_logits(self, new, batch_shape):
     if "probs" in self.__dict__:
         new.probs = self.probs.expand(batch_shape)
@@ -165,15 +179,7 @@ class Binomial(Distribution):
 
     def __init__(self, total_count=1, probs=None, logits=None,
                  validate_args: bool | None = None) -> None:
-        if (probs is None) == (logits is None):
-            raise EmberValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            total_count, self.probs = broadcast_all(total_count, probs)
-            self._param = self.probs
-        else:
-            total_count, self.logits = broadcast_all(total_count, logits)
-            self._param = self.logits
-        self.total_count = total_count.to(self._param.dtype)
+        _set_count_and_probs_or_logits(self, total_count, probs, logits)
         super().__init__(self._param.shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):

@@ -17,6 +17,7 @@ from ..ops.special_fns import lgamma
 from ..ops.toplevel_creation import poisson
 from ..tensor import Size
 from . import constraints
+from .discrete import _expand_probs_or_logits, _set_count_and_probs_or_logits
 from .distribution import Distribution
 from .gamma import Gamma
 from .utils import broadcast_all, finfo, is_number, lazy_property, logits_to_probs, \
@@ -120,27 +121,14 @@ class NegativeBinomial(Distribution):
 
     def __init__(self, total_count, probs=None, logits=None,
                  validate_args: bool | None = None) -> None:
-        if (probs is None) == (logits is None):
-            raise EmberValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            total_count, self.probs = broadcast_all(total_count, probs)
-            self._param = self.probs
-        else:
-            total_count, self.logits = broadcast_all(total_count, logits)
-            self._param = self.logits
-        self.total_count = total_count.to(self._param.dtype)
+        _set_count_and_probs_or_logits(self, total_count, probs, logits)
         super().__init__(self._param.shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(NegativeBinomial, _instance)
         batch_shape = Size(batch_shape)
         new.total_count = self.total_count.expand(batch_shape)
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
-            new._param = new.logits
+        _expand_probs_or_logits(self, new, batch_shape)
         Distribution.__init__(new, batch_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new
