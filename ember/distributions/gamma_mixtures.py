@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 
 from ..autograd import no_grad
-from ..errors import EmberValueError
 from ..ops.activation import logsigmoid
 from ..ops.elementwise import where
 from ..ops.special_fns import lgamma
