@@ -389,10 +389,15 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,
 
 
 # one_hot --------------------------------------------------------------------------------------
-_ONE_HOT = register(
-    "one_hot",
-    lambda xp, a, num_classes: (a[..., None] == xp.arange(num_classes)).astype(np.int64),
-    infer=lambda a, num_classes: AbstractValue(tuple(a.shape) + (num_classes,), dt.int64))
+def _one_hot(xp, a, num_classes):
+    return (a[..., None] == xp.arange(num_classes)).astype(np.int64)
+
+
+def _one_hot_infer(a, num_classes):
+    return AbstractValue(tuple(a.shape) + (num_classes,), dt.int64)
+
+
+_ONE_HOT = register("one_hot", _one_hot, infer=_one_hot_infer)
 
 
 def _one_hot_checked(xp, a, num_classes):
@@ -404,13 +409,11 @@ def _one_hot_checked(xp, a, num_classes):
         if high >= num_classes:
             raise EmberError(f"one_hot: class values must be smaller than num_classes "
                              f"({num_classes}), got {high}")
-    return (a[..., None] == xp.arange(num_classes)).astype(np.int64)
+    return _one_hot(xp, a, num_classes)
 
 
 # F.one_hot's op: one_hot with its range checks (the losses' backward use the plain one)
-_ONE_HOT_CHECKED = register(
-    "one_hot_checked", _one_hot_checked,
-    infer=lambda a, num_classes: AbstractValue(tuple(a.shape) + (num_classes,), dt.int64))
+_ONE_HOT_CHECKED = register("one_hot_checked", _one_hot_checked, infer=_one_hot_infer)
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
