@@ -73,8 +73,8 @@ def expf_source(qualifiers: str, as_int, as_float) -> str:
 {{
     const float round_big = 0x1.8p23f;  /* t = x / ln 2 + round_big keeps k in its low bits */
     float c = x > 0x1.62e430p6f ? 0x1.62e430p6f : x;  /* above: +inf */
-    const int under = c < -0x1.ap6f;                   /* below: 0 (NaN stays NaN) */
-    c = under ? 0.0f : c;
+    const float keep = c < -0x1.ap6f ? 0.0f : 1.0f;    /* below: 0 (NaN stays NaN) */
+    c = c < -0x1.ap6f ? 0.0f : c;
     const float t = fmaf(c, 0x1.715476p0f, round_big);
     const float k = t - round_big;
     float r = fmaf(-k, 0x1.62e400p-1f, c);
@@ -88,7 +88,7 @@ def expf_source(qualifiers: str, as_int, as_float) -> str:
     p = fmaf(p * r, r, r) + 1.0f;
     const int32_t k_int = {as_int("t")} - 0x4b400000, half = k_int >> 1;
     const float e = p * {as_float("(half + 127) << 23")} * {as_float("(k_int - half + 127) << 23")};
-    return under ? 0.0f : e;
+    return e * keep;
 }}
 """
 
