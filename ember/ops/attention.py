@@ -51,7 +51,10 @@ def _attention_forward(xp, q, k, v, *extra, scale, has_mask, has_dropout,
     :func:`_specialize`."""
     if xp is np and not has_dropout:
         mask = extra[0] if has_mask else None
-        batch = np.broadcast_shapes(*(a.shape[:-2] for a in (q, k, v) + extra))
+        batch = q.shape[:-2]
+        if k.shape[:-2] != batch or v.shape[:-2] != batch or \
+                (mask is not None and mask.ndim > 2):
+            batch = np.broadcast_shapes(*(a.shape[:-2] for a in (q, k, v) + extra))
         found = attention_kernels.forward(q, k, v, mask, scale, batch, plain_softmax,
                                           heads_inside)
         if found is not None:

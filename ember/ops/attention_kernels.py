@@ -22,9 +22,12 @@ NumPy path.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ..backends import cpu_gemm
+from ..backends.addresses import Plans
 from ..compiler.codegen import lanes, scalar
 from .c_loops import CLoop, address
 
@@ -220,9 +223,6 @@ LOOP = CLoop("attention", _SOURCE, prelude=_PRELUDE,
 # Fewer multiply-adds than this (all heads together) run on one thread.
 MIN_PARALLEL = 1 << 16
 
-_TABLES: dict = {}  # (batch, shapes and strides) -> the offsets table
-
-
 def _strides(a) -> tuple | None:
     """``a``'s strides in elements, or None where one is not a whole number of them."""
     size = a.itemsize
@@ -234,10 +234,6 @@ def _strides(a) -> tuple | None:
 def _offsets(batch: tuple, arrays: list) -> np.ndarray:
     """(items, len(arrays)) int64: where each batch item of each array starts (in
     elements), its batch dims broadcast against ``batch``."""
-    key = (batch,) + tuple((a.shape, a.strides) for a in arrays)
-    table = _TABLES.get(key)
-    if table is not None:
-        return table
     items = int(np.prod(batch, dtype=np.int64))
     table = np.zeros((items, len(arrays)), np.int64)
     for c, a in enumerate(arrays):
@@ -251,9 +247,6 @@ def _offsets(batch: tuple, arrays: list) -> np.ndarray:
                 shape[pad + d] = n
                 grid = grid + (np.arange(n, dtype=np.int64) * s).reshape(shape)
         table[:, c] = grid.reshape(-1)
-    if len(_TABLES) > 256:
-        _TABLES.clear()
-    _TABLES[key] = table
     return table
 
 
@@ -299,28 +292,42 @@ def _heads_inside(batch: tuple, rows: int, cols: tuple, dtype) -> list:
     return [np.empty(batch[:-1] + (rows, heads, c), dtype).swapaxes(-3, -2) for c in cols]
 
 
-def forward(q, k, v, mask, scale: float, batch: tuple, plain_softmax: bool = False,
-            heads_inside: bool = False):
-    """(out, weights) of the attention for arrays q (..., L, E), k (..., S, E), v (...,
-    S, Ev) and an additive ``mask`` (or None) broadcasting to ``batch + (L, S)``, or
-    None where this path does not apply. ``plain_softmax``: a row whose every score is
-    -inf gives NaN, as ``F.softmax`` does, not zeros. ``heads_inside``: ``out`` laid out
-    with the heads inside the rows (:func:`_heads_inside`; for ``ember.jit``'s executor,
-    where a value's layout is free)."""
-    dtype = q.dtype
-    found = _loop([q, k, v] + ([] if mask is None else [mask]), dtype)
-    if found is None:
-        return None
-    kernel, threads, gemm = found
-    L, E = q.shape[-2:]
-    S, Ev = v.shape[-2:]
+def _key(arrays) -> tuple:
+    return tuple([None if a is None else (a.shape, a.strides, a.dtype) for a in arrays])
+
+
+def _fits(arrays) -> bool:
+    """The arrays of a call are NumPy arrays (a plan is keyed by shapes and strides
+    only), in the process that made the plans (OpenMP does not survive a fork)."""
+    for a in arrays:
+        if a is not None and a.__class__ is not np.ndarray:
+            return False
+    return os.getpid() == _PID
+
+
+def _forward_results(batch, L, S, Ev, dtype, heads_inside):
+    """New (out, weights) arrays: alike at every call of one plan (their strides are in
+    its table)."""
     if heads_inside and len(batch) >= 2:
         out = _heads_inside(batch, L, (Ev,), dtype)[0]
     else:
         out = np.empty(batch + (L, Ev), dtype)
-    weights = np.empty(batch + (L, S), dtype)
+    return out, np.empty(batch + (L, S), dtype)
+
+
+def _forward_plan(q, k, v, mask, scale, batch, plain_softmax, heads_inside):
+    """(kernel, its params with the data pointers left 0, what they point into) for
+    calls on arrays laid out as these, or False where the C loop does not apply."""
+    dtype = q.dtype
+    found = _loop([q, k, v] + ([] if mask is None else [mask]), dtype)
+    if found is None:
+        return False
+    kernel, threads, gemm = found
+    L, E = q.shape[-2:]
+    S, Ev = v.shape[-2:]
+    out, weights = _forward_results(batch, L, S, Ev, dtype, heads_inside)
     if out.size == 0 or weights.size == 0:
-        return None
+        return False
     mask_cols = 0
     if mask is not None:
         mask_cols = mask.strides[-1] // mask.itemsize if mask.shape[-1] > 1 else 0
@@ -331,34 +338,56 @@ def forward(q, k, v, mask, scale: float, batch: tuple, plain_softmax: bool = Fal
     params = np.array([0, threads, items, L, S, E, Ev, gemm, _scale_bits(scale), mask_cols,
                        _row_stride(q), _row_stride(k), _row_stride(v),
                        0 if mask is None else _row_stride(mask), _row_stride(out),
-                       address(q), address(k), address(v),
-                       0 if mask is None else address(mask), address(out), address(weights),
-                       address(table), int(plain_softmax)], dtype=np.int64)
-    kernel(params.ctypes.data)
+                       0, 0, 0, 0, 0, 0, address(table), int(plain_softmax)], dtype=np.int64)
+    return kernel, params, (batch, L, S, Ev, dtype, heads_inside), table
+
+
+def forward(q, k, v, mask, scale: float, batch: tuple, plain_softmax: bool = False,
+            heads_inside: bool = False):
+    """(out, weights) of the attention for arrays q (..., L, E), k (..., S, E), v (...,
+    S, Ev) and an additive ``mask`` (or None) broadcasting to ``batch + (L, S)``, or
+    None where this path does not apply. ``plain_softmax``: a row whose every score is
+    -inf gives NaN, as ``F.softmax`` does, not zeros. ``heads_inside``: ``out`` laid out
+    with the heads inside the rows (:func:`_heads_inside`; for ``ember.jit``'s executor,
+    where a value's layout is free). Everything but the arrays' pointers is planned once
+    per layout (:data:`_FORWARD_PLANS`): a call costs a few microseconds of Python."""
+    if not _fits((q, k, v, mask)):
+        return None
+    key = _key((q, k, v, mask)) + (batch, scale, plain_softmax, heads_inside)
+    plan = _FORWARD_PLANS.get(key, q, k, v, mask, scale, batch, plain_softmax, heads_inside)
+    if plan is False:
+        return None
+    kernel, template, results, _ = plan
+    out, weights = _forward_results(*results)
+    params = template.copy()
+    params[15:21] = (address(q), address(k), address(v),
+                     0 if mask is None else address(mask), address(out), address(weights))
+    kernel(address(params))
     return None if params[1] else (out, weights)
 
 
-def backward(g, q, k, v, weights, scale: float, need: tuple, heads_inside: bool = False):
-    """(gq, gk, gv) of the attention (None for those not in ``need``) for the output
-    gradient ``g`` (batch + (L, Ev)) and the forward's ``weights`` (batch + (L, S),
-    contiguous), or None where this path does not apply. ``heads_inside``: the
-    gradients laid out as :func:`_heads_inside` lays them (side by side where all three
-    are needed and of one size)."""
+def _backward_grads(batch, shapes, need, dtype, inside):
+    """New gradient arrays (None where not needed), alike at every call of one plan."""
+    if inside:
+        return _heads_inside(batch, shapes[0][0], tuple(c for _, c in shapes), dtype)
+    return [np.empty(batch + shape, dtype) if n else None for shape, n in zip(shapes, need)]
+
+
+def _backward_plan(g, q, k, v, weights, scale, need, heads_inside):
+    """As :func:`_forward_plan`, for the backward."""
     dtype = q.dtype
     batch = weights.shape[:-2]
     if not weights.flags.c_contiguous or tuple(g.shape[:-2]) != batch or weights.size == 0:
-        return None
+        return False
     found = _loop([g, q, k, v, weights], dtype)
     if found is None:
-        return None
+        return False
     kernel, threads, gemm = found
     L, E = q.shape[-2:]
     S, Ev = v.shape[-2:]
-    if heads_inside and len(batch) >= 2 and all(need) and L == S:
-        grads = _heads_inside(batch, L, (E, E, Ev), dtype)
-    else:
-        grads = [np.empty(batch + a.shape[-2:], dtype) if n else None
-                 for a, n in zip((q, k, v), need)]
+    inside = heads_inside and len(batch) >= 2 and all(need) and L == S
+    results = (batch, (q.shape[-2:], k.shape[-2:], v.shape[-2:]), need, dtype, inside)
+    grads = _backward_grads(*results)
     stand = [gr if gr is not None else weights for gr in grads]
     table = _offsets(batch, [g, q, k, v, weights] + stand)
     items = table.shape[0]
@@ -368,12 +397,34 @@ def backward(g, q, k, v, weights, scale: float, need: tuple, heads_inside: bool 
     params = np.array([1, threads, items, L, S, E, Ev, gemm, _scale_bits(scale), bits,
                        _row_stride(g), _row_stride(q), _row_stride(k), _row_stride(v),
                        *[0 if gr is None else _row_stride(gr) for gr in grads],
-                       address(g), address(q), address(k), address(v),
-                       address(weights)] +
-                      [0 if gr is None else address(gr) for gr in grads] + [address(table)],
-                      dtype=np.int64)
-    kernel(params.ctypes.data)
+                       0, 0, 0, 0, 0, 0, 0, 0, address(table)], dtype=np.int64)
+    return kernel, params, results, table
+
+
+def backward(g, q, k, v, weights, scale: float, need: tuple, heads_inside: bool = False):
+    """(gq, gk, gv) of the attention (None for those not in ``need``) for the output
+    gradient ``g`` (batch + (L, Ev)) and the forward's ``weights`` (batch + (L, S),
+    contiguous), or None where this path does not apply. ``heads_inside``: the
+    gradients laid out as :func:`_heads_inside` lays them (side by side where all three
+    are needed and of one size). Planned once per layout, as :func:`forward`."""
+    if not _fits((g, q, k, v, weights)):
+        return None
+    key = _key((g, q, k, v, weights)) + (scale, need, heads_inside)
+    plan = _BACKWARD_PLANS.get(key, g, q, k, v, weights, scale, need, heads_inside)
+    if plan is False:
+        return None
+    kernel, template, results, _ = plan
+    grads = _backward_grads(*results)
+    params = template.copy()
+    params[17:25] = (address(g), address(q), address(k), address(v), address(weights),
+                     *[0 if gr is None else address(gr) for gr in grads])
+    kernel(address(params))
     return None if params[1] else tuple(grads)
+
+
+_FORWARD_PLANS = Plans(_forward_plan, 256)
+_BACKWARD_PLANS = Plans(_backward_plan, 256)
+_PID = os.getpid()
 
 
 __all__ = ["forward", "backward", "MIN_PARALLEL"]

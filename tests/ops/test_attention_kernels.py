@@ -199,3 +199,24 @@ def test_keys_masked_at_the_end_of_rows_are_skipped_exactly(plain, shared):
     ref = _numpy_path(attention._attention_backward_forward, np, g, q, k, v, ref_w, **bparams)
     for a, b in zip(got[:3], ref[:3]):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_a_plan_serves_only_its_layout():
+    """Calls are planned once per layout: the same shapes read in place at other
+    strides (a view of a fused projection, then contiguous copies, then the view again)
+    each give the NumPy path's values, forward and backward."""
+    rng = np.random.default_rng(3)
+    qkv = rng.standard_normal((2, 6, 3, 2, 8)).astype(np.float32)
+    views = [qkv[:, :, i].transpose(0, 2, 1, 3) for i in range(3)]
+    g = rng.standard_normal((2, 2, 6, 8)).astype(np.float32)
+    params = dict(scale=0.4, has_mask=False, has_dropout=False)
+    for q, k, v in (views, [np.ascontiguousarray(a) for a in views], views):
+        out, w = attention._attention_forward(np, q, k, v, **params)
+        ref_out, ref_w = _numpy_path(attention._attention_forward, np, q, k, v, **params)
+        np.testing.assert_allclose(out, ref_out, rtol=2e-6, atol=2e-6)
+        grads = ak.backward(g, q, k, v, w, 0.4, (True, True, True))
+        ref = _numpy_path(attention._attention_backward_forward, np, g, q, k, v, ref_w,
+                          scale=0.4, has_dropout=False, has_gp=False,
+                          need=(True, True, True, False))
+        for a, b in zip(grads, ref[:3]):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
