@@ -1,15 +1,22 @@
-"""int8 × uint8 → int32 matrix products on the CPU's dot-product instructions.
+"""int8 × uint8 → int32 matrix products on the CPU's integer dot-product instructions.
 
-Where the CPU has AVX-512 VNNI (``vpdpbusd``: 64 byte products summed four at a time
-into 16 int32 lanes, per instruction), an int8 product runs in integers: the weight is
-packed once into 16-column panels of 4-byte groups, each activation row's 4 bytes are
-broadcast, and the sums land in int32 accumulators, exactly (4 products of at most
-255 · 128 each never overflow the lane). Zero points are folded in afterwards from row
-and column sums, so the result is the exact ``sum_k (x - x_zp)(w - w_zp)``, the same
-integers as the float-BLAS route of :mod:`ember.quant.int_gemm`.
+Which kernel runs (:func:`kind`):
 
-Where there is no VNNI, no C compiler, or ``EMBER_INT8_KERNEL=0``, :func:`accumulate`
-returns None and callers take that float route.
+- ``"vnni"``, where the CPU has AVX-512 VNNI (``vpdpbusd``: 64 byte products summed
+  four at a time into 16 int32 lanes, per instruction): the weight is packed once into
+  16-column panels of 4-byte groups, each activation row's 4 bytes are broadcast, and
+  the sums land in int32 accumulators, exactly (4 products of at most 255 · 128 each
+  never overflow the lane). Zero points are folded in afterwards from row and column
+  sums.
+- ``"avx2"``, where the CPU has AVX2 but no VNNI (:mod:`ember.quant.int8_gemm_avx2`):
+  both operands widened to int16 and multiplied with ``vpmaddwd`` (pairs of exact
+  products into 8 int32 lanes), the weight packed once into 16-column panels of int8
+  pairs, the activation's zero point subtracted as its rows are widened.
+
+Either gives the exact ``sum_k (x - x_zp)(w - w_zp)``, the same integers as the float-BLAS
+route of :mod:`ember.quant.int_gemm`. Where neither runs (no AVX2, no C compiler, or
+``EMBER_INT8_KERNEL=0``), :func:`accumulate` returns None and callers take that float
+route.
 """
 from __future__ import annotations
 
@@ -18,8 +25,9 @@ import os
 import numpy as np
 
 from ..backends.addresses import address
+from . import int8_gemm_avx2
 
-__all__ = ["PackedInt8Weight", "accumulate", "available"]
+__all__ = ["PackedInt8Weight", "accumulate", "available", "kind"]
 
 _PANEL = 16   # output columns per 512-bit accumulator
 _STEP = 32    # columns per micro-kernel (two panels)
@@ -90,23 +98,35 @@ _state: dict = {}
 
 
 def _kernel():
-    """The compiled kernel when this CPU has VNNI and a C compiler is found, else None."""
+    """The compiled kernel (and the threads it may use) when this CPU has AVX-512 VNNI or
+    AVX2 and a C compiler is found, else None; ``_state["kind"]`` says which."""
     if "kernel" not in _state:
         _state["kernel"] = None
         if os.environ.get("EMBER_INT8_KERNEL", "1") != "0":
             from ..compiler.codegen import build
-            kernel = build.load_c_function("int8_gemm", _SOURCE)
-            if kernel is not None:  # (else the float route)
-                probe = np.zeros(9, np.int64)  # M = 0: only reports whether VNNI is in
+            for kind, name, source in (("vnni", "int8_gemm", _SOURCE),
+                                       ("avx2", "int8_gemm_avx2", int8_gemm_avx2.SOURCE)):
+                kernel = build.load_c_function(name, source)
+                if kernel is None:  # no compiler, or it failed (then the float route)
+                    continue
+                probe = np.zeros(12, np.int64)  # M = 0: only reports whether it is in
+                probe[0] = 1
                 kernel(address(probe))
                 if probe[8] == 1:
-                    _state["kernel"] = (kernel, build.max_threads())
+                    _state["kernel"], _state["kind"] = (kernel, build.max_threads()), kind
+                    break
     return _state["kernel"]
 
 
 def available() -> bool:
-    """Whether int8 products run on the integer kernel here."""
+    """Whether int8 products run on an integer kernel here."""
     return _kernel() is not None
+
+
+def kind() -> str | None:
+    """The integer kernel in use here: ``"vnni"`` (AVX-512 VNNI), ``"avx2"``, or None
+    (the float route of :mod:`ember.quant.int_gemm`)."""
+    return _state.get("kind") if _kernel() is not None else None
 
 
 class PackedInt8Weight:
@@ -116,13 +136,17 @@ class PackedInt8Weight:
     def __init__(self, q: np.ndarray, zero_point: np.ndarray):
         q = np.asarray(q, dtype=np.int8).reshape(q.shape[0], -1)
         self.n, self.k = q.shape
-        self.k4 = -(-self.k // 4)
-        panels = -(-self.n // _STEP) * 2
-        buf = np.zeros((panels * _PANEL, self.k4 * 4), np.int8)
-        buf[:self.n, :self.k] = q
-        self.panels = panels
-        self.packed = np.ascontiguousarray(
-            buf.reshape(panels, _PANEL, self.k4, 4).transpose(0, 2, 1, 3))
+        self.kind = kind()
+        if self.kind == "avx2":  # (panels, K2, 16, 2): int8 pairs for vpmaddwd
+            self.packed, self.panels, self.k2 = int8_gemm_avx2.pack(q)
+        else:  # (panels, K4, 16, 4): 4-byte groups for vpdpbusd
+            self.k4 = -(-self.k // 4)
+            panels = -(-self.n // _STEP) * 2
+            buf = np.zeros((panels * _PANEL, self.k4 * 4), np.int8)
+            buf[:self.n, :self.k] = q
+            self.panels = panels
+            self.packed = np.ascontiguousarray(
+                buf.reshape(panels, _PANEL, self.k4, 4).transpose(0, 2, 1, 3))
         self.zero_point = np.asarray(zero_point, np.int64).reshape(-1)
         self.zero_point32 = self.zero_point.astype(np.int32)
         self.has_zero_point = bool(self.zero_point.any())
@@ -137,6 +161,15 @@ def accumulate(x: np.ndarray, x_zero_point: int, weight: PackedInt8Weight):
         return None
     kernel, threads = found
     m, k = x.shape
+    if weight.kind != _state["kind"]:  # packed while no kernel ran (tests switch it off)
+        return None
+    if weight.kind == "avx2":  # the kernel subtracts x_zp; w_zp as below, on centred x
+        out = int8_gemm_avx2.run(kernel, threads, x, x_zero_point, weight.packed,
+                                 weight.panels, weight.k2, weight.n)
+        if weight.has_zero_point:
+            x_sums = x.sum(axis=1, dtype=np.int64) - k * x_zero_point
+            out -= x_sums.astype(np.int32)[:, None] * weight.zero_point32[None, :]
+        return out
     rows = -(-m // _ROWS) * _ROWS
     if rows != m or weight.k4 * 4 != k or x.dtype != np.uint8 or not x.flags.c_contiguous:
         a = np.zeros((rows, weight.k4 * 4), np.uint8)

@@ -1,5 +1,5 @@
-"""The int8 kernel (AVX-512 VNNI) against an int64 NumPy reference, and the quantized
-layers giving the same integers on the kernel and on the float-BLAS route."""
+"""The int8 kernel (AVX-512 VNNI or AVX2) against an int64 NumPy reference, and the
+quantized layers giving the same integers on the kernel and on the float-BLAS route."""
 import numpy as np
 import pytest
 
@@ -9,7 +9,7 @@ from ember.quant.int_gemm import uint8_rows_product
 from ember.quant.weights import PackedWeight
 
 needs_kernel = pytest.mark.skipif(not int8_gemm.available(),
-                                  reason="no AVX-512 VNNI or no C compiler here")
+                                  reason="no int8 kernel (AVX2, AVX-512 VNNI) here")
 
 
 def _reference(x, xz, q, wz):
@@ -62,7 +62,7 @@ def test_dynamic_linear_same_on_both_routes(monkeypatch):
     qlin = ember.quant.DynamicQuantizedLinear.from_float(lin)
     x = ember.randn(11, 96)
     first = qlin(x).numpy()
-    monkeypatch.setitem(int8_gemm._state, "kernel", None)  # as on a CPU without VNNI
+    monkeypatch.setitem(int8_gemm._state, "kernel", None)  # as without an int8 kernel
     qlin._packed = None
     second = qlin(x).numpy()
     np.testing.assert_array_equal(first, second)
