@@ -10,7 +10,7 @@ from ..nn.module import Module
 from ..ops.creation import from_numpy
 from ..tensor import Tensor
 from . import int8_gemm
-from .int_gemm import exact_float_dtype
+from .int_gemm import exact_float32_terms, exact_float_dtype
 from .qparams import quantize_array
 
 __all__ = ["quantize_weight", "register_weight_buffers", "PackedWeight"]
@@ -49,17 +49,36 @@ def register_weight_buffers(module: Module, q: np.ndarray, scale: np.ndarray,
 class PackedWeight:
     """An int8 weight ``(C, K)`` laid out for exact GEMM: ``(q - zero_point)`` transposed
     to ``(K, C)`` in the float type that keeps the products exact for activations up
-    to ``activation_absmax``, built once and kept until the weight changes."""
+    to ``activation_absmax`` (``matrix``; ``matrix32`` in float32 for products split
+    into exact chunks of ``float32_terms`` terms; ``row_major``, ``(C, K)``), each built
+    at its first use and kept until the weight changes."""
 
     def __init__(self, q: np.ndarray, zero_point: np.ndarray, activation_absmax: int):
         centred = q.reshape(q.shape[0], -1).astype(np.int32) - zero_point.reshape(-1, 1)
         self.k = centred.shape[1]
         self.absmax = int(np.abs(centred).max()) if centred.size else 0
         self.dtype = exact_float_dtype(self.k, activation_absmax, max(self.absmax, 1))
-        self.matrix = np.ascontiguousarray(centred.T.astype(self.dtype))
-        self.row_major = np.ascontiguousarray(centred.astype(self.dtype))
+        self.float32_terms = exact_float32_terms(activation_absmax, max(self.absmax, 1))
         self.activation_absmax = activation_absmax
         self._q, self._zero_point = q, zero_point
+
+    def _centred(self) -> np.ndarray:
+        return self._q.reshape(self._q.shape[0], -1).astype(np.int32) - \
+            self._zero_point.reshape(-1, 1)
+
+    @functools.cached_property
+    def matrix(self) -> np.ndarray:
+        return np.ascontiguousarray(self._centred().T.astype(self.dtype))
+
+    @functools.cached_property
+    def matrix32(self) -> np.ndarray:
+        if self.dtype == np.float32:
+            return self.matrix
+        return np.ascontiguousarray(self._centred().T.astype(np.float32))
+
+    @functools.cached_property
+    def row_major(self) -> np.ndarray:
+        return np.ascontiguousarray(self._centred().astype(self.dtype))
 
     @functools.cached_property
     def int8(self):
