@@ -4,6 +4,7 @@ exactly in int32 and the result dequantized to float. Nothing to calibrate."""
 from __future__ import annotations
 
 import copy
+import math
 
 import numpy as np
 
@@ -22,6 +23,7 @@ __all__ = ["DynamicQuantizedLinear", "DynamicQuantizedLSTM", "quantize_dynamic",
            "quantize_activation"]
 
 _ACTIVATION_ABSMAX = 255
+_F32_255, _F32_EPS = np.float32(255), np.float32(np.finfo(np.float32).eps)
 
 
 def quantize_activation(x: np.ndarray) -> tuple[np.ndarray, float, int]:
@@ -31,6 +33,18 @@ def quantize_activation(x: np.ndarray) -> tuple[np.ndarray, float, int]:
     return q.astype(np.float32) - np.float32(zero_point), scale, zero_point
 
 
+def _uint8_qparams(lo: float, hi: float) -> tuple[float, int]:
+    """``calculate_qparams(lo, hi, 0, 255, False, quint8)`` as Python numbers, by the same
+    float32 operations on scalars (30 us less per call than through arrays here)."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        scale, zero_point = calculate_qparams(lo, hi, 0, 255, False, quint8)
+        return float(scale), int(zero_point)
+    min_neg, max_pos = np.float32(min(lo, 0.0)), np.float32(max(hi, 0.0))
+    scale = max((max_pos - min_neg) / _F32_255, _F32_EPS)
+    zero_point = -np.rint(min_neg / scale)
+    return float(scale), int(min(max(zero_point, 0), 255))
+
+
 def quantize_activation_uint8(x: np.ndarray) -> tuple[np.ndarray, float, int]:
     """``(uint8 q, scale, zero_point)``: ``x`` quantized over its own range (widened to
     include 0)."""
@@ -38,11 +52,11 @@ def quantize_activation_uint8(x: np.ndarray) -> tuple[np.ndarray, float, int]:
         lo, hi = float(x.min()), float(x.max())
     else:
         lo = hi = 0.0
-    scale, zero_point = calculate_qparams(lo, hi, 0, 255, False, quint8)
-    scale, zero_point = float(scale), int(zero_point)
+    scale, zero_point = _uint8_qparams(lo, hi)
     q = np.rint(x / np.float32(scale))
     q += np.float32(zero_point)
-    return np.clip(q, 0, 255, out=q).astype(np.uint8), scale, zero_point
+    np.maximum(q, 0, out=q)  # (np.clip, in two cheaper calls)
+    return np.minimum(q, 255, out=q).astype(np.uint8), scale, zero_point
 
 
 def dynamic_linear(x: np.ndarray, packed: PackedWeight, weight_scale: np.ndarray,

@@ -71,6 +71,22 @@ def test_dynamic_accumulator_is_exact_int32():
     np.testing.assert_array_equal(acc, reference)
 
 
+def test_activation_qparams_as_calculate_qparams():
+    from ember.quant.dynamic import _uint8_qparams, quantize_activation_uint8
+    from ember.quant.qparams import calculate_qparams, quint8
+    rng = np.random.default_rng(2)
+    spans = rng.standard_normal((3000, 2)) * 10.0 ** rng.integers(-12, 12, (3000, 1))
+    ranges = [(0.0, 0.0), (-1e-45, 0.0), (0.0, 3e-8), (-3e38, 3e38), (-2.0, -1.0),
+              (1.0, 2.5)] + [tuple(np.sort(s).astype(np.float32).tolist()) for s in spans]
+    for lo, hi in ranges:
+        scale, zero_point = calculate_qparams(lo, hi, 0, 255, False, quint8)
+        assert _uint8_qparams(lo, hi) == (float(scale), int(zero_point)), (lo, hi)
+    x = rng.standard_normal((5, 33)).astype(np.float32) * 3 + 1
+    q, scale, zero_point = quantize_activation_uint8(x)
+    expected = np.clip(np.rint(x / np.float32(scale)) + np.float32(zero_point), 0, 255)
+    np.testing.assert_array_equal(q, expected.astype(np.uint8))
+
+
 def test_dynamic_lstm_close_to_float_and_keeps_shapes():
     ember.manual_seed(5)
     lstm = nn.LSTM(12, 20, num_layers=2, bidirectional=True, batch_first=True)
