@@ -5,8 +5,9 @@ slower than BLAS. But a product of small integers is exact in floating point as 
 every partial sum is: with ``|a| <= A`` and ``|b| <= B`` over ``K`` terms, ``K * A * B``
 below 2**24 makes float32 GEMM exact, below 2**53 float64. So the integers are carried
 in the narrowest float type that is exact for the shape and the value bounds, multiplied
-by BLAS, and the result converted to int32: bit for bit the int32 accumulation an int8
-kernel would compute (tests compare it with an int64 NumPy reference).
+by BLAS (on ember's threads, :mod:`ember.backends.cpu_blas`), and the result converted
+to int32: bit for bit the int32 accumulation an int8 kernel would compute (tests compare
+it with an int64 NumPy reference).
 
 Where float32 is not exact for the whole reduction (uint8 times int8 past about 514
 terms), :func:`chunked_int_matmul` still multiplies in float32: ``K`` is split into
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..backends import cpu_blas
 from ..errors import EmberValueError
 
 __all__ = ["exact_float_dtype", "exact_float32_terms", "int_matmul", "chunked_int_matmul",
@@ -48,7 +50,7 @@ def exact_float32_terms(a_absmax: int, b_absmax: int) -> int:
 def int_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a @ b`` as int32, exact, where ``a`` and ``b`` hold integer values (in any
     integer or float dtype) already of the float dtype :func:`exact_float_dtype` chose."""
-    return np.rint(np.matmul(a, b)).astype(np.int32)
+    return np.rint(cpu_blas.matmul(a, b)).astype(np.int32)
 
 
 def chunked_int_matmul(a: np.ndarray, b: np.ndarray, terms: int) -> np.ndarray:
@@ -62,7 +64,7 @@ def chunked_int_matmul(a: np.ndarray, b: np.ndarray, terms: int) -> np.ndarray:
     size = -(-k // -(-k // terms))  # ceil(K / chunks), chunks = ceil(K / terms)
     out = None
     for start in range(0, k, size):
-        part = np.matmul(a[..., start:start + size], b[..., start:start + size, :])
+        part = cpu_blas.matmul(a[..., start:start + size], b[..., start:start + size, :])
         if out is None:
             out = part.astype(np.int32)
         else:
