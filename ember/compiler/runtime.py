@@ -4,6 +4,8 @@ and updates to the tensors of a call.
 The executor turns the instruction list into a flat program over numbered slots: each
 instruction calls its op's forward on the slots it reads and frees the slots nothing
 reads afterwards (so intermediate arrays die as early as in eager mode, or earlier).
+The program runs as one generated Python function, a line per step
+(:mod:`ember.compiler.straightline`).
 
 A graph runs on one device: every op gets that device's array module, the fused kernels
 are lowered by its renderer (:func:`~ember.compiler.codegen.renderer_for`), and the
@@ -18,8 +20,9 @@ from ..errors import EmberError
 from ..ops import c_loops
 from ..ops.shape import _cat_forward
 from ..tensor import Tensor
-from . import codegen
+from . import codegen, straightline
 from .ir import Graph
+from .straightline import WRITTEN
 
 
 class GuardFailure(Exception):
@@ -137,8 +140,7 @@ class NumpyExecutor:
         if self.device is CPU:
             self.specialize(graph)
         self.grad_slots = [None if v is None else slot(v) for v in graph.grad_outputs]
-        self.n_slots = len(slots)
-        self.inputs_first = self.input_slots == list(range(len(self.input_slots)))
+        self._straight = None  # the program as one function, made at the first run
 
     def specialize(self, graph: Graph) -> None:
         """Instructions whose op has a ``specialize`` rule call the forward it gives for
@@ -168,48 +170,11 @@ class NumpyExecutor:
         return self._run(inputs)
 
     def _run(self, inputs: list) -> tuple[list, list, list]:
-        if self.inputs_first:  # (the usual numbering: the inputs take the first slots)
-            env = inputs + [None] * (self.n_slots - len(inputs))
-        else:
-            env = [None] * self.n_slots
-            for s, a in zip(self.input_slots, inputs):
-                env[s] = a
-        for s, a in self.constants:
-            env[s] = a
-        xp = self.xp
-        written = set()
-        for forward, ins, outs, params, frees, instr, writes in self.program:
-            if writes is not None and writes[1]:  # outputs made in their tensors' arrays
-                out = [None] * len(instr.outputs)
-                for k, o, target in writes[1]:
-                    out[o] = inputs[target]
-                    written.add(k)
-                params = dict(params, out=out)
-            try:
-                result = forward(xp, *[env[s] for s in ins], **params)
-            except EmberError:
-                raise
-            except Exception as exc:
-                raise _runtime_error(instr, exc) from exc
-            if outs.__class__ is int:
-                env[outs] = result
-            else:
-                for s, r in zip(outs, result):
-                    env[s] = r
-            for s in frees:
-                env[s] = None
-            if writes is not None:  # parameters and optimizer state, updated in place
-                for k, value, target in writes[0]:
-                    xp.copyto(inputs[target], env[value], casting="unsafe")
-                    env[value] = inputs[target]  # later readers read it there
-                    written.add(k)
-        return ([_array(env[s], xp) for s in self.output_slots],
-                [WRITTEN if k in written else None if s is None else _array(env[s], xp)
-                 for k, s in enumerate(self.update_slots)],
-                [None if s is None else _array(env[s], xp) for s in self.grad_slots])
-
-
-WRITTEN = object()  # an update the executor already wrote into its tensor
+        if self._straight is None:
+            self._straight = straightline.build(
+                self.program, self.input_slots, self.constants, self.output_slots,
+                self.update_slots, self.grad_slots, _runtime_error)
+        return self._straight(inputs, self.xp)
 
 
 def plan_in_place_updates(graph: Graph) -> dict:
@@ -273,10 +238,6 @@ def _last_alias_use(graph, old, last_use) -> int:
                 shared.add(v.id)
                 last = max(last, last_use.get(v.id, -1))
     return last
-
-
-def _array(a, xp):
-    return a if a.__class__ is np.ndarray else xp.asarray(a)
 
 
 def place(array, source, target):
