@@ -15,8 +15,9 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(VENV)/bin/ember train examples/digits_cnn.yaml
 
+# one pytest worker per core (pytest-xdist), each test file in one worker
 test: $(STAMP)
-	$(PY) -m pytest tests
+	$(PY) -m pytest tests -n auto --dist loadfile
 
 bench: $(STAMP)
 	$(PY) bench/run.py
