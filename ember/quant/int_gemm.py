@@ -82,11 +82,12 @@ def uint8_rows_product(x: np.ndarray, x_zero_point: int, packed) -> np.ndarray:
         acc = int8_gemm.accumulate(x, x_zero_point, packed.int8)
         if acc is not None:
             return acc
+    # (the weight as (C, K) rows, transposed: at batch 1 the driver's GEMV reads it)
     if packed.dtype == np.float64 and packed.float32_terms > 0:
         centred = x.astype(np.float32) - np.float32(x_zero_point)
-        return chunked_int_matmul(centred, packed.matrix32, packed.float32_terms)
+        return chunked_int_matmul(centred, packed.rows32.T, packed.float32_terms)
     centred = x.astype(packed.dtype) - packed.dtype.type(x_zero_point)
-    return int_matmul(centred, packed.matrix)
+    return int_matmul(centred, packed.row_major.T)
 
 
 from . import int8_gemm  # noqa: E402

@@ -49,9 +49,9 @@ def register_weight_buffers(module: Module, q: np.ndarray, scale: np.ndarray,
 class PackedWeight:
     """An int8 weight ``(C, K)`` laid out for exact GEMM: ``(q - zero_point)`` transposed
     to ``(K, C)`` in the float type that keeps the products exact for activations up
-    to ``activation_absmax`` (``matrix``; ``matrix32`` in float32 for products split
-    into exact chunks of ``float32_terms`` terms; ``row_major``, ``(C, K)``), each built
-    at its first use and kept until the weight changes."""
+    to ``activation_absmax`` (``matrix``; ``row_major``, ``(C, K)``; ``rows32``, ``(C, K)``
+    in float32, for products split into exact chunks of ``float32_terms`` terms), each
+    built at its first use and kept until the weight changes."""
 
     def __init__(self, q: np.ndarray, zero_point: np.ndarray, activation_absmax: int):
         centred = q.reshape(q.shape[0], -1).astype(np.int32) - zero_point.reshape(-1, 1)
@@ -71,14 +71,14 @@ class PackedWeight:
         return np.ascontiguousarray(self._centred().T.astype(self.dtype))
 
     @functools.cached_property
-    def matrix32(self) -> np.ndarray:
-        if self.dtype == np.float32:
-            return self.matrix
-        return np.ascontiguousarray(self._centred().T.astype(np.float32))
-
-    @functools.cached_property
     def row_major(self) -> np.ndarray:
         return np.ascontiguousarray(self._centred().astype(self.dtype))
+
+    @functools.cached_property
+    def rows32(self) -> np.ndarray:
+        if self.dtype == np.float32:
+            return self.row_major
+        return np.ascontiguousarray(self._centred().astype(np.float32))
 
     @functools.cached_property
     def int8(self):

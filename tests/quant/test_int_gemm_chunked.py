@@ -65,8 +65,8 @@ def test_float_route_is_exact_and_float32(no_kernel, m, k, n, zero_points):
     got = uint8_rows_product(x, xz, packed)
     np.testing.assert_array_equal(got, _reference(x, xz, q, wz))
     assert got.dtype == np.int32
-    assert packed.matrix32.dtype == np.float32
-    assert "matrix" not in vars(packed)  # no float64 copy of the weight was made
+    assert packed.rows32.dtype == np.float32
+    assert "matrix" not in vars(packed) and "row_major" not in vars(packed)  # no float64
 
 
 def test_extreme_values_on_the_float_route(no_kernel):
