@@ -1,7 +1,7 @@
 """The int8 GEMM kernel for CPUs with AVX2 but no AVX-512 VNNI (:mod:`ember.quant.int8_gemm`
-picks it; same contract: ``sum_k x[m, k] * w[n, k]`` as int32 for uint8 ``x`` and int8
-``w``, the activation's zero point subtracted as the rows are widened, the weight's
-folded in by the caller).
+picks it): ``sum_k (x[m, k] - x_zp) * w[n, k]`` as int32 for uint8 ``x`` and int8 ``w``,
+the activation's zero point subtracted as its rows are widened; the weight's zero points
+are folded in by the caller.
 
 AVX2's byte product ``vpmaddubsw`` adds its pairs in saturating int16 (255 · 127 · 2
 does not fit), so this kernel widens both sides to int16 and uses ``vpmaddwd``: 16
@@ -12,6 +12,12 @@ rows are widened to int16 once per call, each row's pair of values is broadcast 
 32-bit lane, and a 6-row x 16-column tile keeps 12 int32 accumulators in registers.
 Every sum is exact: a pair is at most 2 · 255 · 128 and the lanes add in wrapping int32,
 so the result is the exact integer wherever it fits in int32 (the callers' bound).
+
+On a 2-core AMD EPYC (AVX2, no AVX-512) one core runs about 20 G multiply-adds a second
+from 6 rows up, which is ``vpmaddwd``'s own peak there, and about 13 G for one row
+(widening the weight bytes then counts); keeping the weight as int16 pairs instead made
+one row about 25 % faster while the weight fits in cache and slower past it, for twice
+the memory, so the weight stays int8.
 """
 from __future__ import annotations
 
