@@ -61,9 +61,13 @@ def build(program, input_slots, constants, output_slots, update_slots, grad_slot
                 slots[o] = f"inputs[{target}]"
                 written.add(k)
             args.append(f"out=[{', '.join(slots)}]")
-        target = f"s{outs}" if outs.__class__ is int else \
-            ", ".join(f"s{s}" for s in outs) + ("," if len(outs) == 1 else "")
-        emit(f"{target} = f{i}({', '.join(args)})", instr)
+        call = f"f{i}({', '.join(args)})"
+        if outs.__class__ is int:
+            emit(f"s{outs} = {call}", instr)
+        elif outs:  # (as zip would: results past the outputs are dropped)
+            emit(", ".join(f"s{s}" for s in outs) + f", *_ = {call}", instr)
+        else:
+            emit(call, instr)
         for s in frees:
             emit(f"s{s} = None")
         if writes is not None:  # parameters and optimizer state, updated in place
