@@ -110,6 +110,7 @@ from .ops.toplevel_math import *  # noqa: E402,F401,F403
 from .ops.toplevel_lu import *  # noqa: E402,F401,F403
 from .ops.toplevel_extra import *  # noqa: E402,F401,F403
 from .settings import *  # noqa: E402,F401,F403
+from .rnn_functional import *  # noqa: E402,F401,F403  (torch.lstm, torch.gru_cell, ...)
 
 # ``axis=`` and ``keepdims=`` wherever ``dim=`` and ``keepdim=`` are taken, as in PyTorch
 # (kept last: it wraps the names defined above)
