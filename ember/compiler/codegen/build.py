@@ -38,6 +38,11 @@ from ...errors import EmberError
 FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-fno-math-errno", "-ffp-contract=off",
          "-fno-trapping-math", "-fwrapv")
 OPENMP = "-fopenmp"
+# Where the compiler takes it (x86): loops vectorised 256 bits wide. GCC tunes
+# -march=native for Zen 1 on some AMD hosts and then prefers 128-bit vectors; on session
+# 13's AVX2 EPYC the gpt's GELU kernel (exp-bound) ran 8-25 % faster at 256. Where GCC's
+# tuning already prefers 256 (Intel with AVX2 or AVX-512) nothing changes.
+VECTOR_WIDTH = "-mprefer-vector-width=256"
 
 STATS = {"compiled": 0, "disk_hits": 0, "memory_hits": 0}
 
@@ -156,8 +161,8 @@ def cache_dir() -> str:
 
 
 def cache_key(source: str, compiler) -> str:
-    text = "\0".join([source, " ".join(FLAGS + (OPENMP,)), _compiler_identity(compiler),
-                      _cpu_identity()])
+    flags = " ".join(FLAGS + (VECTOR_WIDTH, OPENMP))
+    text = "\0".join([source, flags, _compiler_identity(compiler), _cpu_identity()])
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -230,8 +235,8 @@ def _load(path: str):
 
 
 def _optional_flags(compiler) -> tuple:
-    """The flags this compiler accepts among -fopenmp and -march=native (found once,
-    by compiling an empty kernel)."""
+    """The flags this compiler accepts among -march=native, VECTOR_WIDTH and -fopenmp
+    (found once, by compiling an empty kernel)."""
     key = tuple(compiler)
     if key not in _probed:
         accepted = []
@@ -241,7 +246,7 @@ def _optional_flags(compiler) -> tuple:
                 f.write("int ember_probe(int n) {\n  int s = 0;\n#pragma omp parallel for "
                         "reduction(+:s)\n  for (int i = 0; i < n; i++) s += i;\n  return s;\n}\n")
             base = [f for f in FLAGS if f != "-march=native"]
-            for flag in ("-march=native", OPENMP):
+            for flag in ("-march=native", VECTOR_WIDTH, OPENMP):
                 cmd = compiler + base + accepted + [flag, "-o", os.path.join(tmp, "p.so"), src]
                 if subprocess.run(cmd, capture_output=True).returncode == 0:
                     accepted.append(flag)
