@@ -110,6 +110,9 @@ from .ops.toplevel_math import *  # noqa: E402,F401,F403
 from .ops.toplevel_lu import *  # noqa: E402,F401,F403
 from .ops.toplevel_extra import *  # noqa: E402,F401,F403
 from .settings import *  # noqa: E402,F401,F403
+from .type_info import finfo, iinfo  # noqa: E402,F401
+from .tensor_queries import *  # noqa: E402,F401,F403
+from .legacy_types import *  # noqa: E402,F401,F403  (FloatTensor, ..., set_default_tensor_type)
 from .rnn_functional import *  # noqa: E402,F401,F403  (torch.lstm, torch.gru_cell, ...)
 
 # ``axis=`` and ``keepdims=`` wherever ``dim=`` and ``keepdim=`` are taken, as in PyTorch
