@@ -41,6 +41,8 @@ def _default_dtype(device_type: str) -> str:
 class _AutocastState(threading.local):
     def __init__(self):
         self.dtypes: dict = {}      # device type -> autocast dtype, for enabled devices
+        # device type -> the dtype set for it, enabled or not (ember.set_autocast_dtype)
+        self.dtype_set: dict = {}
         self.cache_enabled = True
         self.nesting = 0            # autocast regions entered and not yet left
         # (id(weight), grad enabled) -> (weight, its version, cast weight)
@@ -70,7 +72,8 @@ class autocast:
         enabled: False makes the region run without autocast.
         cache_enabled: reuse the cast of a leaf float32 tensor that requires grad (a
             parameter) within the outermost autocast region, instead of casting it at
-            every use.
+            every use. None (the default) keeps the current setting
+            (``ember.is_autocast_cache_enabled()``, True unless changed).
 
     >>> model = ember.nn.Linear(4, 2)
     >>> with ember.autocast("cpu", dtype=ember.bfloat16):
@@ -80,12 +83,12 @@ class autocast:
     """
 
     def __init__(self, device_type: str = "cpu", dtype=None, enabled: bool = True,
-                 cache_enabled: bool = True):
+                 cache_enabled: bool | None = None):
         if not is_device_type(device_type):
             raise EmberError(f"autocast: unsupported device_type {device_type!r}; expected "
                              f"one of {', '.join(repr(d) for d in _device_types())}")
-        if dtype is None:
-            dtype = dt.as_dtype(_default_dtype(device_type))
+        if dtype is None:  # as PyTorch: the dtype set for the device (see set_autocast_dtype)
+            dtype = get_autocast_dtype(device_type)
         else:
             dtype = dt.as_dtype(dtype, "autocast")
         if dtype not in _supported_dtypes():
@@ -98,11 +101,14 @@ class autocast:
         self.device = device_type
         self.fast_dtype = dtype
         self._enabled = enabled
-        self._cache_enabled = bool(cache_enabled)
+        # None: keep the current setting (ember.set_autocast_cache_enabled), as PyTorch
+        self._cache_enabled = (_state.cache_enabled if cache_enabled is None
+                               else bool(cache_enabled))
 
     def __enter__(self):
         state = _state
-        self._prev = (dict(state.dtypes), state.cache_enabled)
+        self._prev = (dict(state.dtypes), state.cache_enabled, dict(state.dtype_set))
+        state.dtype_set[self.device] = self.fast_dtype
         if self._enabled:
             state.dtypes[self.device] = self.fast_dtype
         else:
@@ -114,7 +120,7 @@ class autocast:
 
     def __exit__(self, *exc):
         state = _state
-        state.dtypes, state.cache_enabled = self._prev
+        state.dtypes, state.cache_enabled, state.dtype_set = self._prev
         state.nesting -= 1
         if state.nesting == 0:
             state.cache.clear()
@@ -169,9 +175,10 @@ def is_autocast_enabled(device_type: str = "cpu") -> bool:
 
 
 def get_autocast_dtype(device_type: str = "cpu"):
-    """The dtype autocast uses for ``device_type``: the active region's, or the default
-    (bfloat16 on the CPU, float16 on CUDA) outside one."""
-    found = _state.dtypes.get(device_type)
+    """The dtype autocast uses for ``device_type``: the active region's, else the one set
+    by ``ember.set_autocast_dtype``, else the default (bfloat16 on the CPU, float16 on
+    CUDA)."""
+    found = _state.dtypes.get(device_type) or _state.dtype_set.get(device_type)
     if found is not None:
         return found
     if not is_device_type(device_type):
