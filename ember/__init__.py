@@ -116,6 +116,7 @@ from .legacy_types import *  # noqa: E402,F401,F403  (FloatTensor, ..., set_defa
 from .autocast_state import *  # noqa: E402,F401,F403  (is_autocast_enabled, ...)
 from .rnn_functional import *  # noqa: E402,F401,F403  (torch.lstm, torch.gru_cell, ...)
 from .native_ops import *  # noqa: E402,F401,F403  (native_layer_norm, ...)
+from .linalg_legacy import *  # noqa: E402,F401,F403  (triangular_solve, geqrf, ...)
 
 # ``axis=`` and ``keepdims=`` wherever ``dim=`` and ``keepdim=`` are taken, as in PyTorch
 # (kept last: it wraps the names defined above)
