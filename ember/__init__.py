@@ -114,6 +114,7 @@ from .type_info import finfo, iinfo  # noqa: E402,F401
 from .tensor_queries import *  # noqa: E402,F401,F403
 from .legacy_types import *  # noqa: E402,F401,F403  (FloatTensor, ..., set_default_tensor_type)
 from .autocast_state import *  # noqa: E402,F401,F403  (is_autocast_enabled, ...)
+from .ops.toplevel_nn import *  # noqa: E402,F401,F403  (channel_shuffle, ctc_loss, ...)
 from .rnn_functional import *  # noqa: E402,F401,F403  (torch.lstm, torch.gru_cell, ...)
 from .native_ops import *  # noqa: E402,F401,F403  (native_layer_norm, ...)
 from .linalg_legacy import *  # noqa: E402,F401,F403  (triangular_solve, geqrf, ...)

@@ -12,6 +12,7 @@ from ..ops.loss_margin import *  # noqa: F401,F403
 from ..ops.loss_multi_margin import *  # noqa: F401,F403
 from ..ops.movement import pad  # noqa: F401
 from ..ops.nn_misc import *  # noqa: F401,F403
+from ..ops.toplevel_nn import native_channel_shuffle  # noqa: F401
 from ..ops.norm import *  # noqa: F401,F403
 from ..ops.interpolate import *  # noqa: F401,F403
 from ..ops.pooling import *  # noqa: F401,F403
