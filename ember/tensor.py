@@ -444,6 +444,8 @@ class Tensor:
             name = dtype.removeprefix("torch.").removeprefix("ember.")
             if name in _DTYPE_OF_TYPE_NAME:
                 dtype = _dt.as_dtype(_DTYPE_OF_TYPE_NAME[name])
+        elif isinstance(dtype, type) and isinstance(getattr(dtype, "dtype", None), _dt.DType):
+            dtype = dtype.dtype  # a legacy class such as ember.DoubleTensor
         return self.to(dtype)
 
     def cpu(self) -> "Tensor":

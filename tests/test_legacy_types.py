@@ -100,3 +100,11 @@ def test_get_device_and_is_inference():
 def test_long_truncates_toward_zero():
     np.testing.assert_array_equal(ember.LongTensor([1.7, -1.7]).numpy(),
                                   torch.LongTensor([1.7, -1.7]).numpy())
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_tensor_type_takes_legacy_class(name):
+    e = ember.tensor([1.0, 0.0, 2.0]).type(getattr(ember, name))
+    t = torch.tensor([1.0, 0.0, 2.0]).type(getattr(torch, name))
+    assert isinstance(e, getattr(ember, name)) and e.dtype.name == _edtype(t)
+    assert e.type() == "ember." + name
