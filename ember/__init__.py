@@ -118,6 +118,7 @@ from .ops.toplevel_nn import *  # noqa: E402,F401,F403  (channel_shuffle, ctc_lo
 from .rnn_functional import *  # noqa: E402,F401,F403  (torch.lstm, torch.gru_cell, ...)
 from .native_ops import *  # noqa: E402,F401,F403  (native_layer_norm, ...)
 from .linalg_legacy import *  # noqa: E402,F401,F403  (triangular_solve, geqrf, ...)
+from .conv_tbc import conv_tbc  # noqa: E402,F401
 
 # ``axis=`` and ``keepdims=`` wherever ``dim=`` and ``keepdim=`` are taken, as in PyTorch
 # (kept last: it wraps the names defined above)
