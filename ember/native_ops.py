@@ -11,6 +11,7 @@ import numbers
 
 from . import dtypes, linalg, ops
 from .autograd import no_grad
+from .ops import norm as _norm
 from .errors import EmberTypeError, EmberValueError, ShapeError
 from .tensor import Tensor
 
@@ -76,12 +77,16 @@ def native_layer_norm(input: Tensor, normalized_shape, weight: Tensor | None,
         if t is not None and tuple(t.shape) != shape:
             raise ShapeError(f"{op}: expected {what} of shape {shape}, got "
                              f"{tuple(t.shape)}")
-    out, mean, rstd = _normalize(input, tuple(range(input.ndim - k, input.ndim)), eps)
-    if weight is not None:
-        out = out * weight
-    if bias is not None:
-        out = out + bias
-    return out, mean.detach(), rstd.detach()  # as in PyTorch, the statistics carry no grad
+    if not input.dtype.is_floating_point:
+        raise EmberTypeError(f"{op}: expected a floating-point input, got dtype "
+                             f"{input.dtype.name}")
+    # ember's fused normalization primitive (the one F.layer_norm runs)
+    out, mean, rstd = _norm._normalize(_norm._LAYER_NORM, input,
+                                       _norm._as_input_dtype(weight, input),
+                                       _norm._as_input_dtype(bias, input),
+                                       tuple(range(input.ndim - k, input.ndim)), eps)
+    # as in PyTorch the statistics carry no grad, and have the input's dtype
+    return out, mean.detach().to(input.dtype), rstd.detach().to(input.dtype)
 
 
 def _channel_view(t, ndim: int):
@@ -127,13 +132,22 @@ def native_batch_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None,
     dims = (0,) + tuple(range(2, input.ndim))
     if training:
         count = input.numel() // max(channels, 1)
-        if count <= 1 and input.numel():
+        if input.numel() == 0:
+            raise EmberValueError(f"{op}: input tensor must have at least one element when "
+                                  f"training, but got input of shape {tuple(input.shape)}")
+        if count <= 1:
             raise EmberValueError(f"{op}: expected more than 1 value per channel when "
                                   f"training, got input of shape {tuple(input.shape)}")
-        out, mean, invstd = _normalize(input, dims, eps)
+        if not input.dtype.is_floating_point:
+            raise EmberTypeError(f"{op}: expected a floating-point input, got dtype "
+                                 f"{input.dtype.name}")
+        out, mean, invstd = _norm._normalize(
+            _norm._BATCH_NORM, input,
+            _norm._channel_view(_norm._as_input_dtype(weight, input), input.ndim),
+            _norm._channel_view(_norm._as_input_dtype(bias, input), input.ndim), dims, eps)
         # as in PyTorch, the saved statistics carry no gradient (the output does)
-        save_mean = mean.reshape(channels).detach()
-        save_invstd = invstd.reshape(channels).detach()
+        save_mean = mean.reshape(channels).detach().to(input.dtype)
+        save_invstd = invstd.reshape(channels).detach().to(input.dtype)
         with no_grad():
             if running_mean is not None:
                 running_mean.mul_(1 - momentum).add_(save_mean * momentum)
@@ -149,10 +163,10 @@ def native_batch_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None,
         out = (input - view(running_mean)) * view(running_var + eps).rsqrt()
         save_mean = ops.creation.empty((0,), dtype=input.dtype, device=input.device)
         save_invstd = ops.creation.empty((0,), dtype=input.dtype, device=input.device)
-    if weight is not None:
-        out = out * view(weight)
-    if bias is not None:
-        out = out + view(bias)
+        if weight is not None:
+            out = out * view(weight)
+        if bias is not None:
+            out = out + view(bias)
     return out, save_mean, save_invstd
 
 

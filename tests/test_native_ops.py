@@ -84,6 +84,12 @@ def test_batch_norm_eval_and_no_running_stats():
     with pytest.raises(ember.EmberValueError, match="native_batch_norm: running_mean and "
                                                     "running_var must be given"):
         ember.native_batch_norm(x, None, None, None, None, False, 0.1, 1e-5)
+    with pytest.raises(ember.EmberValueError, match="native_batch_norm: input tensor must "
+                                                    "have at least one element"):
+        ember.native_batch_norm(x[:0], None, None, None, None, True, 0.1, 1e-5)
+    with pytest.raises(ember.EmberValueError, match="native_batch_norm: expected more than 1 "
+                                                    "value per channel"):
+        ember.native_batch_norm(x[:1, :, :1], None, None, None, None, True, 0.1, 1e-5)
     with pytest.raises(ember.ShapeError, match=r"native_batch_norm: expected weight with 3 "
                                                r"elements, got shape \(4,\)"):
         ember.native_batch_norm(x, ember.ones(4, dtype=ember.float64), None, None, None,
@@ -117,6 +123,36 @@ def test_norm_errors():
     with pytest.raises(ember.ShapeError, match=r"native_group_norm: expected input of shape "
                                                r"\(N=4, C=3, \*\) with N \* C \* HxW = 24"):
         ember.native_group_norm(x, None, None, 4, 3, 2, 3, 1e-5)
+
+
+@pytest.mark.parametrize("which", ["layer", "batch", "group"])
+def test_half_precision_statistics_dtype(which):
+    a = RNG.standard_normal((4, 6)).astype(np.float32)
+    x, tx = ember.tensor(a).to(ember.bfloat16), torch.tensor(a).to(torch.bfloat16)
+    if which == "layer":
+        outs = ember.native_layer_norm(x, [6], None, None, 1e-5)
+        touts = torch.native_layer_norm(tx, [6], None, None, 1e-5)
+    elif which == "batch":
+        outs = ember.native_batch_norm(x, None, None, None, None, True, 0.1, 1e-5)
+        touts = torch.native_batch_norm(tx, None, None, None, None, True, 0.1, 1e-5)
+    else:
+        outs = ember.native_group_norm(x, None, None, 4, 6, 1, 2, 1e-5)
+        touts = torch.native_group_norm(tx, None, None, 4, 6, 1, 2, 1e-5)
+    assert [o.dtype.name for o in outs] == ["bfloat16"] * 3
+    for o, to in zip(outs, touts):
+        np.testing.assert_allclose(o.float().numpy(), to.float().numpy(), rtol=2e-2,
+                                   atol=2e-2)
+
+
+def test_float32_matches():
+    x, tx = pair(3, 4, 5)
+    xf, txf = x.detach().float(), tx.detach().float()
+    for o, to in zip(ember.native_batch_norm(xf, None, None, None, None, True, 0.1, 1e-5),
+                     torch.native_batch_norm(txf, None, None, None, None, True, 0.1, 1e-5)):
+        close(o, to, 1e-5)
+    for o, to in zip(ember.native_layer_norm(xf, [5], None, None, 1e-5),
+                     torch.native_layer_norm(txf, [5], None, None, 1e-5)):
+        close(o, to, 1e-5)
 
 
 def test_dropout():
