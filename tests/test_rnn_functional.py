@@ -212,3 +212,27 @@ def test_sequence_errors():
     with pytest.raises(ember.ShapeError, match=r"packed batch sizes \[2, 2\]"):
         ember.gru(ember.zeros(5, 3, dtype=ember.float64), ember.tensor([2, 2]), h, ep,
                   True, 2, 0.0, False, False)
+
+
+def test_cells_empty_batch_non_contiguous_and_jit():
+    w_ih, tw_ih = pair(12, 3)
+    w_hh, tw_hh = pair(12, 4)
+    out = ember.gru_cell(ember.zeros(0, 3, dtype=ember.float64),
+                         ember.zeros(0, 4, dtype=ember.float64), w_ih, w_hh)
+    assert tuple(out.shape) == (0, 4)
+    x, tx = pair(3, 5)  # used transposed: (5, 3), not contiguous
+    h, th = pair(4, 5)
+    out = ember.gru_cell(x.t(), h.t(), w_ih, w_hh)
+    tout = torch.gru_cell(tx.t(), th.t(), tw_ih, tw_hh)
+    close(out, tout)
+    fn = lambda x, h: ember.gru_cell(x, h, w_ih.detach(), w_hh.detach())  # noqa: E731
+    xd, hd = x.t().detach().contiguous(), h.t().detach().contiguous()
+    close(ember.jit(fn)(xd, hd), fn(xd, hd))
+
+
+def test_sequence_empty_batch():
+    ep, tp = _modules("gru")
+    out = ember.gru(ember.zeros(5, 0, 3, dtype=ember.float64),
+                    ember.zeros(1, 0, 4, dtype=ember.float64), ep, True, 1, 0.0, False,
+                    False, False)
+    assert [tuple(o.shape) for o in out] == [(5, 0, 4), (1, 0, 4)]
