@@ -14,7 +14,7 @@ import numpy as np
 from .. import dtypes as dt
 from ..errors import EmberTypeError
 from ..tensor import Tensor
-from . import elementwise as ew
+from . import activation_decompositions as ad, elementwise as ew
 from .elementwise import _sigmoid_forward as _sigmoid, erf_kernel
 from .inplace import inplace
 from .registry import AbstractValue, apply, register
@@ -515,14 +515,19 @@ def _linear_piece(x, **params):
 
 _GELU = _pointwise("gelu", _gelu_f, _gelu_df, _gelu_d2f, aux=True, into=True,
                    ops=(_gelu_ops, _gelu_df_ops))
-_SILU = _pointwise("silu", _silu_f, _silu_df, _silu_d2f)
-_MISH = _pointwise("mish", _mish_f, _mish_df, _mish_d2f)
-_SOFTPLUS = _pointwise("softplus", _softplus_f, _softplus_df, _softplus_d2f)
-_ELU = _pointwise("elu", _elu_f, _elu_df, _elu_d2f)
-_LEAKY_RELU = _pointwise("leaky_relu", _leaky_f, _leaky_df, _linear_piece)
-_HARDTANH = _pointwise("hardtanh", _hardtanh_f, _hardtanh_df, _linear_piece)
-_HARDSIGMOID = _pointwise("hardsigmoid", _hardsigmoid_f, _hardsigmoid_df, _linear_piece)
-_HARDSWISH = _pointwise("hardswish", _hardswish_f, _hardswish_df, _hardswish_d2f)
+_SILU = _pointwise("silu", _silu_f, _silu_df, _silu_d2f, ops=(ad.silu_ops, ad.silu_df_ops))
+_MISH = _pointwise("mish", _mish_f, _mish_df, _mish_d2f, ops=(ad.mish_ops, ad.mish_df_ops))
+_SOFTPLUS = _pointwise("softplus", _softplus_f, _softplus_df, _softplus_d2f,
+                       ops=(ad.softplus_ops, ad.softplus_df_ops))
+_ELU = _pointwise("elu", _elu_f, _elu_df, _elu_d2f, ops=(ad.elu_ops, ad.elu_df_ops))
+_LEAKY_RELU = _pointwise("leaky_relu", _leaky_f, _leaky_df, _linear_piece,
+                         ops=(ad.leaky_relu_ops, ad.leaky_relu_df_ops))
+_HARDTANH = _pointwise("hardtanh", _hardtanh_f, _hardtanh_df, _linear_piece,
+                       ops=(ad.hardtanh_ops, ad.hardtanh_df_ops))
+_HARDSIGMOID = _pointwise("hardsigmoid", _hardsigmoid_f, _hardsigmoid_df, _linear_piece,
+                          ops=(ad.hardsigmoid_ops, ad.hardsigmoid_df_ops))
+_HARDSWISH = _pointwise("hardswish", _hardswish_f, _hardswish_df, _hardswish_d2f,
+                        ops=(ad.hardswish_ops, ad.hardswish_df_ops))
 _SOFTSIGN = _pointwise("softsign", _softsign_f, _softsign_df, _softsign_d2f)
 _TANHSHRINK = _pointwise("tanhshrink", _tanhshrink_f, _tanhshrink_df, _tanhshrink_d2f)
 _HARDSHRINK = _pointwise("hardshrink", _hardshrink_f, _shrink_df, _linear_piece)
