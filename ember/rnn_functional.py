@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .errors import EmberTypeError, ShapeError
 from .nn import functional as F
-from .nn.layers.rnn import _run_packed, _time_steps
+from .nn.layers.rnn import run_direction
 from .nn.layers.rnn_cells import _gru_step, _lstm_step, _rnn_step
 from .ops import shape as _shape
 from .tensor import Tensor
@@ -165,43 +165,6 @@ def gru_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor,
 _GATES = {"rnn_tanh": 1, "rnn_relu": 1, "lstm": 4, "gru": 3}
 
 
-def _direction(mode: str, x, weights, has_biases: bool, h, c, reverse: bool,
-               batch_sizes):
-    """One layer in one direction over ``x`` (L, N, F), or packed rows with batch_sizes."""
-    if has_biases:
-        w_ih, w_hh, b_ih, b_hh = weights[:4]
-    else:
-        (w_ih, w_hh), b_ih, b_hh = weights[:2], None, None
-    w_hh_t, hidden = w_hh.t(), w_hh.shape[0] // _GATES[mode]  # w_hh is (G*H, proj)
-    if mode == "gru":  # b_hh stays in the step: the n gate scales it by r
-        xw = F.linear(x, w_ih, b_ih)
-        xs = list(zip(_time_steps(xw[..., :2 * hidden], batch_sizes),
-                      _time_steps(xw[..., 2 * hidden:], batch_sizes)))
-
-        def step(xw, h, c):
-            return _gru_step(xw[0], xw[1], h, w_hh_t, b_hh, hidden), None
-    else:
-        bias = None if b_ih is None else b_ih + b_hh
-        xs = _time_steps(F.linear(x, w_ih, bias), batch_sizes)
-        if mode == "lstm":
-            w_hr_t = weights[-1].t() if len(weights) == (5 if has_biases else 3) else None
-
-            def step(xw, h, c):
-                return _lstm_step(xw, h, c, w_hh_t, None, w_hr_t, hidden)
-        else:
-            relu = mode == "rnn_relu"
-
-            def step(xw, h, c):
-                return _rnn_step(xw, h, w_hh_t, None, relu), None
-    if batch_sizes is not None:
-        return _run_packed(step, xs, batch_sizes, h, c, reverse)
-    out = [None] * len(xs)
-    for t in range(len(xs) - 1, -1, -1) if reverse else range(len(xs)):
-        h, c = step(xs[t], h, c)
-        out[t] = h
-    return _shape.stack(out), h, c
-
-
 def _stacked(mode: str, x, batch_sizes, hx, params, has_biases, num_layers, dropout,
              train, bidirectional):
     """The layers over ``x`` (L, N, F) or packed rows; returns (output, h_n, c_n)."""
@@ -247,7 +210,7 @@ def _stacked(mode: str, x, batch_sizes, hx, params, has_biases, num_layers, drop
             if h_i.shape[0] != batch:
                 raise ShapeError(f"{op}: hx has batch size {h_i.shape[0]} but the input's "
                                  f"is {batch}")
-            out, h, c = _direction(mode, layer_input, weights, has_biases, h_i,
+            out, h, c = run_direction(mode.upper(), layer_input, weights, has_biases, h_i,
                                    None if c0 is None else c0[index], direction == 1,
                                    batch_sizes)
             outputs.append(out)

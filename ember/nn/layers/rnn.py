@@ -89,6 +89,48 @@ def _run_packed(step, xs, batch_sizes: list, h0, c0, reverse: bool):
     return ops.shape.cat(out), h_n, c_n
 
 
+def run_direction(mode: str, x, weights, has_biases: bool, h, c, reverse: bool,
+                  batch_sizes=None):
+    """One layer of an RNN (``mode``: "RNN_TANH", "RNN_RELU", "LSTM" or "GRU") in one
+    direction over the whole sequence ``x`` (L, N, features), or over packed data (rows,
+    features) with ``batch_sizes``: (output, h, c). ``weights``: w_ih, w_hh[, b_ih,
+    b_hh][, w_hr] (an LSTM's projection last). Shared by the layers and the functional
+    forms (``ember.lstm`` and the like)."""
+    if has_biases:
+        w_ih, w_hh, b_ih, b_hh = weights[:4]
+    else:
+        (w_ih, w_hh), b_ih, b_hh = weights[:2], None, None
+    w_hh_t, hidden = w_hh.t(), w_hh.shape[0] // _GATES[mode]  # w_hh is (G*H, proj)
+    if mode == "GRU":
+        # b_hh cannot join the input's share: the n gate scales it by r
+        xw = F.linear(x, w_ih, b_ih)
+        xs = list(zip(_time_steps(xw[..., :2 * hidden], batch_sizes),
+                      _time_steps(xw[..., 2 * hidden:], batch_sizes)))
+
+        def step(xw, h, c):
+            return _gru_step(xw[0], xw[1], h, w_hh_t, b_hh, hidden), None
+    else:
+        xs = _time_steps(F.linear(x, w_ih, None if b_ih is None else b_ih + b_hh),
+                         batch_sizes)
+        if mode == "LSTM":
+            w_hr_t = weights[-1].t() if len(weights) == (5 if has_biases else 3) else None
+
+            def step(xw, h, c):
+                return _lstm_step(xw, h, c, w_hh_t, None, w_hr_t, hidden)
+        else:
+            relu = mode == "RNN_RELU"
+
+            def step(xw, h, c):
+                return _rnn_step(xw, h, w_hh_t, None, relu), None
+    if batch_sizes is not None:
+        return _run_packed(step, xs, batch_sizes, h, c, reverse)
+    out = [None] * len(xs)
+    for t in range(len(xs) - 1, -1, -1) if reverse else range(len(xs)):
+        h, c = step(xs[t], h, c)
+        out[t] = h
+    return ops.shape.stack(out), h, c
+
+
 def _host_indices(sorted_indices, unsorted_indices, device) -> tuple:
     """Fresh copies of a PackedSequence's orders to index the states with. Under ember.jit
     a tensor an op reads becomes a traced value; the packed output hands on the
@@ -346,42 +388,7 @@ class RNNBase(Module):
         return (output, (h_n, c_n)) if is_lstm else (output, h_n)
 
     def _run_direction(self, x, weights, h, c, reverse: bool, batch_sizes=None):
-        """One layer in one direction over the whole sequence ``x`` (L, N, features), or
-        over packed data (rows, features) with ``batch_sizes``."""
-        if self.bias:
-            w_ih, w_hh, b_ih, b_hh = weights[:4]
-        else:
-            (w_ih, w_hh), b_ih, b_hh = weights[:2], None, None
-        w_hh_t = w_hh.t()
-        hidden = self.hidden_size
-        if self.mode == "GRU":
-            # b_hh cannot join the input's share: the n gate scales it by r
-            xw = F.linear(x, w_ih, b_ih)
-            xs = list(zip(_time_steps(xw[..., :2 * hidden], batch_sizes),
-                          _time_steps(xw[..., 2 * hidden:], batch_sizes)))
-
-            def step(xw, h, c):
-                return _gru_step(xw[0], xw[1], h, w_hh_t, b_hh, hidden), None
-        else:
-            xs = _time_steps(F.linear(x, w_ih, None if b_ih is None else b_ih + b_hh),
-                             batch_sizes)
-            if self.mode == "LSTM":
-                w_hr_t = weights[-1].t() if self.proj_size else None
-
-                def step(xw, h, c):
-                    return _lstm_step(xw, h, c, w_hh_t, None, w_hr_t, hidden)
-            else:
-                relu = self.mode == "RNN_RELU"
-
-                def step(xw, h, c):
-                    return _rnn_step(xw, h, w_hh_t, None, relu), None
-        if batch_sizes is not None:
-            return _run_packed(step, xs, batch_sizes, h, c, reverse)
-        out = [None] * len(xs)
-        for t in range(len(xs) - 1, -1, -1) if reverse else range(len(xs)):
-            h, c = step(xs[t], h, c)
-            out[t] = h
-        return ops.shape.stack(out), h, c
+        return run_direction(self.mode, x, weights, self.bias, h, c, reverse, batch_sizes)
 
 
 class RNN(RNNBase):
