@@ -52,10 +52,13 @@ def build(program, input_slots, constants, output_slots, update_slots, grad_slot
     for i, (forward, ins, outs, params, frees, instr, writes) in enumerate(program):
         names[f"f{i}"] = forward
         args = ["xp"] + [f"s{s}" for s in ins]
+        direct = writes is not None and writes[1]  # outputs made in their tensors' arrays
+        if direct:
+            params = {key: v for key, v in params.items() if key != "out"}
         if params:
             names[f"p{i}"] = params
             args.append(f"**p{i}")
-        if writes is not None and writes[1]:  # outputs made in their tensors' arrays
+        if direct:
             slots = ["None"] * len(instr.outputs)
             for k, o, target in writes[1]:
                 slots[o] = f"inputs[{target}]"
