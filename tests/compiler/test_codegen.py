@@ -366,13 +366,16 @@ def _transformer_bits(x, w, b, t):
     return F.cross_entropy(h.reshape(-1, n) * 4, t, ignore_index=0, label_smoothing=0.1)
 
 
-@pytest.mark.parametrize("dtype,tol", [("float32", dict(rtol=1e-5, atol=1e-6)),
+# (float32 gradients through a dozen steps: 1e-6 absolute was exceeded by 1.4x on some
+# of 30 seeds, eager against compiled, whatever the kernels' vector width)
+@pytest.mark.parametrize("dtype,tol", [("float32", dict(rtol=1e-5, atol=5e-6)),
                                        ("float64", dict(rtol=1e-10, atol=1e-12))])
 def test_decomposed_primitives_compiled_equal_eager(use_c, dtype, tol):
-    x = ember.from_numpy((RNG.standard_normal((4, 6, 40)) * 2).astype(dtype))
-    w = ember.from_numpy(RNG.standard_normal(40).astype(dtype))
-    b = ember.from_numpy(RNG.standard_normal(40).astype(dtype))
-    t = ember.from_numpy(RNG.integers(0, 40, 24))
+    rng = np.random.default_rng(7)  # (its own: the inputs never depend on test order)
+    x = ember.from_numpy((rng.standard_normal((4, 6, 40)) * 2).astype(dtype))
+    w = ember.from_numpy(rng.standard_normal(40).astype(dtype))
+    b = ember.from_numpy(rng.standard_normal(40).astype(dtype))
+    t = ember.from_numpy(rng.integers(0, 40, 24))
 
     def loss_and_grads(x, w, b, t):
         loss = _transformer_bits(x, w, b, t)

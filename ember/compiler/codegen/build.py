@@ -236,20 +236,22 @@ def _load(path: str):
 
 def _optional_flags(compiler) -> tuple:
     """The flags this compiler accepts among -march=native, VECTOR_WIDTH and -fopenmp
-    (found once, by compiling an empty kernel)."""
+    (found once, by compiling an empty kernel with each, the three side by side: they
+    are on the path of a cold first call)."""
     key = tuple(compiler)
     if key not in _probed:
-        accepted = []
+        candidates = ("-march=native", VECTOR_WIDTH, OPENMP)
         with tempfile.TemporaryDirectory() as tmp:
             src = os.path.join(tmp, "probe.c")
             with open(src, "w") as f:
                 f.write("int ember_probe(int n) {\n  int s = 0;\n#pragma omp parallel for "
                         "reduction(+:s)\n  for (int i = 0; i < n; i++) s += i;\n  return s;\n}\n")
             base = [f for f in FLAGS if f != "-march=native"]
-            for flag in ("-march=native", VECTOR_WIDTH, OPENMP):
-                cmd = compiler + base + accepted + [flag, "-o", os.path.join(tmp, "p.so"), src]
-                if subprocess.run(cmd, capture_output=True).returncode == 0:
-                    accepted.append(flag)
+            probes = [subprocess.Popen(compiler + base + [flag, "-o",
+                                                          os.path.join(tmp, f"p{i}.so"), src],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                      for i, flag in enumerate(candidates)]
+            accepted = [flag for flag, probe in zip(candidates, probes) if probe.wait() == 0]
         _probed[key] = tuple(accepted)
         _log(f"C compiler {' '.join(compiler)}: optional flags {accepted or 'none'}")
     return _probed[key]
