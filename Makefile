@@ -1,5 +1,6 @@
 # The two set-up-and-run commands of the README: `make demo` and `make test`.
-# Both create .venv and install ember (with its test extras) on first use.
+# Both create .venv and install ember (with its test extras) on first use, and build
+# ember's hand-written C kernels into the kernel cache (`ember kernels`).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -10,6 +11,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet -e '.[dev]'
+	$(VENV)/bin/ember kernels || echo "(each kernel compiles at its first use instead)"
 	touch $(STAMP)
 
 demo: $(STAMP)

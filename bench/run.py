@@ -19,10 +19,13 @@ The training steps all come from training.py (ember, PyTorch) or its functional 
 training_jax.py (JAX). ``ember.jit`` and ``torch.compile`` wrap the whole step function
 (zero_grad, loss, backward, optimizer step); JAX jits loss, gradient and update as one
 function. Besides the step time, each framework's first call is timed on its own (it
-includes compilation): "cold" in the first process, with an empty compile cache
-(EMBER_CACHE_DIR, TORCHINDUCTOR_CACHE_DIR, JAX_COMPILATION_CACHE_DIR set to a fresh
-directory), "warm" in later processes reusing that directory. Peak memory is the
-worker's peak resident set (ru_maxrss), and how much of it came after the import.
+includes compilation): "cold" in the first process, with a fresh compile cache
+(EMBER_CACHE_DIR, TORCHINDUCTOR_CACHE_DIR, JAX_COMPILATION_CACHE_DIR set to a new
+directory) holding only what installing put there (for ember, the hand-written kernels
+`ember kernels` builds: the set-up commands run it), "warm" in later processes reusing
+that directory. For ember, "bare" is one more first call on an empty cache (nothing
+built: a user who skipped `ember kernels`). Peak memory is the worker's peak resident
+set (ru_maxrss), and how much of it came after the import.
 
 PyTorch and JAX are not dependencies of ember; a framework that is not installed shows
 "-". The peers (torch, torch.compile, jax) run under ``--python-peers`` (default
@@ -225,7 +228,15 @@ def run_training(workload: str, args, env) -> dict:
     ran with an empty compile cache, the later ones reuse it."""
     caches = {f: tempfile.mkdtemp(prefix=f"ember-bench-{f}-") for f in TRAINING_FRAMEWORKS}
     runs = {f: [] for f in TRAINING_FRAMEWORKS}
+    bare = {}
     try:
+        for framework in ("ember", "ember_jit"):  # an empty cache, then what installing does
+            with tempfile.TemporaryDirectory(prefix="ember-bench-bare-") as empty:
+                result = measure(framework, workload, args, cache_env(env, empty), True)
+            bare[framework] = result.get("first_call")
+            subprocess.run([sys.executable, "-c", "from ember.backends import cpu_kernels; "
+                            "cpu_kernels.build()"], env=cache_env(env, caches[framework]),
+                           check=True)
         for _ in range(args.rounds):
             for framework in TRAINING_FRAMEWORKS:
                 if runs[framework] and "seconds" not in runs[framework][-1]:
@@ -239,6 +250,9 @@ def run_training(workload: str, args, env) -> dict:
     finally:
         for directory in caches.values():
             shutil.rmtree(directory, ignore_errors=True)
+    for framework, seconds in bare.items():
+        if runs[framework]:
+            runs[framework][0]["bare_first_call"] = seconds
     return runs
 
 
@@ -252,6 +266,7 @@ def summarise(runs: list) -> dict:
     def median(key, results):
         return statistics.median(r[key] for r in results) if results else None
     return {"ms": median("seconds", timed) * 1e3, "cold": runs[0]["first_call"],
+            "bare": runs[0].get("bare_first_call"),
             "warm": median("first_call", warm), "peak": median("peak_mb", timed),
             "after_import": median("after_import_mb", timed)}
 
@@ -276,15 +291,16 @@ def print_training(results: dict) -> None:
     print("ratios are time(ember) / time(fastest of torch, torch_compile, jax): below 1 "
           "means ember is faster\n")
     print(f"{'workload':10} {'framework':14} {'first call s':>13} {'(warm cache)':>13} "
-          f"{'peak MB':>9} {'after import':>13}")
+          f"{'(bare)':>9} {'peak MB':>9} {'after import':>13}")
     for workload, figures in results.items():
         for framework in names:
             f = figures[framework]
             print(f"{workload:10} {framework:14} {fmt(f.get('cold'), '.2f', 13)} "
-                  f"{fmt(f.get('warm'), '.2f', 13)} {fmt(f.get('peak'), '.0f', 9)} "
-                  f"{fmt(f.get('after_import'), '.0f', 13)}")
-    print("first call: cold = empty compile cache, warm = a later process reusing it; "
-          "peak MB = the worker's ru_maxrss\n")
+                  f"{fmt(f.get('warm'), '.2f', 13)} {fmt(f.get('bare'), '.2f', 9)} "
+                  f"{fmt(f.get('peak'), '.0f', 9)} {fmt(f.get('after_import'), '.0f', 13)}")
+    print("first call: cold = a fresh compile cache (for ember, holding the hand-written "
+          "kernels `ember kernels` builds at set-up), warm = a later process reusing it, "
+          "bare = ember on an empty cache; peak MB = the worker's ru_maxrss\n")
 
 
 def parse_args():

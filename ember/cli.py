@@ -6,6 +6,7 @@
     ember launch -n N [--hosts H1,H2 | --hostfile F] [--timeout S] [--debug] SCRIPT [ARGS]
     ember serve MODEL_DIR [--host 127.0.0.1] [--port 8000] [--max-batch-size N]
                 [--max-wait-ms M] [--max-concurrency C] [--max-body-bytes B]
+    ember kernels
 
 ``train`` builds the model, data, optimizer, scheduler and Trainer a config file
 describes (see docs/cli.md), fits it and prints the final metrics; ``tune`` runs the
@@ -14,6 +15,9 @@ the config and prints it with every default filled in. A bad config exits with s
 and a message naming the key path. ``launch`` runs a script on N ranks through mpiexec
 (see :mod:`ember.distributed.launch`) and exits with its status. ``serve`` serves a
 model directory (``ember.save_pretrained``) over HTTP until stopped (see docs/serve.md).
+``kernels`` compiles ember's hand-written C kernels into the kernel cache, all at once
+(the set-up commands run it after installing; without it each compiles at its first use:
+see :mod:`ember.backends.cpu_kernels`).
 """
 from __future__ import annotations
 
@@ -85,7 +89,17 @@ def build_parser() -> argparse.ArgumentParser:
                            help="accept a model built by import: (runs that module's code)")
     serve_cmd.add_argument("--log-level", default="info",
                            choices=["critical", "error", "warning", "info", "debug"])
+    commands.add_parser("kernels", help="compile ember's hand-written C kernels into the "
+                                        "kernel cache (once, after installing)")
     return parser
+
+
+def _kernels(args: argparse.Namespace) -> int:
+    from .backends import cpu_kernels
+    done = cpu_kernels.build()
+    print(f"ember kernels: {done['kernels']} hand-written kernels in {done['directory']}: "
+          f"{done['compiled']} compiled now, in {done['seconds']:.1f} s")
+    return 0
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -190,7 +204,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return launch.main(argv[1:], prog="ember launch")
     parser = build_parser()
     args = parser.parse_args(argv)
-    run = {"train": _train, "tune": _tune, "check": _check, "serve": _serve}[args.command]
+    run = {"train": _train, "tune": _tune, "check": _check, "serve": _serve,
+           "kernels": _kernels}[args.command]
     try:
         return run(args)
     except ConfigError as exc:

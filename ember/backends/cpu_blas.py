@@ -71,7 +71,7 @@ _state: dict = {}
 # C is contiguous (ldc = N). Each block is the own GEMM's where given (else OpenBLAS's)
 # and adds the bias to its rows and applies the relu right after its product, while the
 # block is in cache.
-_SOURCE = cpu_gemm.CALLER + C_ARRAY_DATA + r"""
+SOURCE = cpu_gemm.CALLER + C_ARRAY_DATA + r"""
 #include <stdint.h>
 #include <string.h>
 #include <omp.h>
@@ -319,7 +319,7 @@ def _driver():
         early = threading.Thread(target=cpu_gemm.address, args=(get_default_dtype().np,),
                                  daemon=True)
         early.start()
-        kernel = build.load_c_function("blas_driver", _SOURCE)
+        kernel = build.load_c_function("blas_driver", SOURCE)
         early.join()
         if kernel is not None:  # (else NumPy's products)
             # the arrays go in as objects where the C side can read their data pointers
@@ -340,7 +340,7 @@ def unbuilt_sources() -> list:
     if "driver" in _state or not wanted():
         return []
     dtype = get_default_dtype().np
-    found = [("blas_driver", _SOURCE)]
+    found = [("blas_driver", SOURCE)]
     if dtype in (_F32, _F64) and not cpu_gemm.built(dtype):
         found.append(cpu_gemm.named_source(dtype))
     return found

@@ -20,6 +20,7 @@ _FLOATS = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
 
 
 _BY_OP: dict = {}  # registry op name -> the loops its forward may call
+ALL: list = []  # every loop made (ember.backends.cpu_kernels builds them ahead of time)
 
 
 class CLoop:
@@ -31,6 +32,7 @@ class CLoop:
         self.name, self.source, self.prelude = name, source, prelude
         self.built: dict = {}
         self.pid = os.getpid()
+        ALL.append(self)
         for op in ops:
             _BY_OP.setdefault(op, []).append(self)
 
@@ -64,6 +66,10 @@ class CLoop:
         """(cache name, C source) of the loop for C type ``real``."""
         return f"{self.name}_{real}", f"#define REAL {real}\n{self.prelude}{self.source}"
 
+    def named_sources(self) -> list:
+        """(cache name, C source) of the loop for each float type."""
+        return [self.named_source(real) for real in _FLOATS.values()]
+
 
 def _enabled() -> bool:
     """Whether hand-written loops run at all: the C backend, eager kernels not off."""
@@ -88,4 +94,4 @@ def sources_for(uses) -> list:
     return list(found.values())
 
 
-__all__ = ["CLoop", "address", "sources_for"]
+__all__ = ["ALL", "CLoop", "address", "sources_for"]

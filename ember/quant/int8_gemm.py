@@ -105,6 +105,8 @@ void ember_kernel(int64_t *p)
 }
 """
 
+# (kind, cache name, C source), in the order they are tried
+KERNELS = (("vnni", "int8_gemm", _SOURCE), ("avx2", "int8_gemm_avx2", int8_gemm_avx2.SOURCE))
 _state: dict = {}
 
 
@@ -115,8 +117,7 @@ def _kernel():
         _state["kernel"] = None
         if os.environ.get("EMBER_INT8_KERNEL", "1") != "0":
             from ..compiler.codegen import build
-            for kind, name, source in (("vnni", "int8_gemm", _SOURCE),
-                                       ("avx2", "int8_gemm_avx2", int8_gemm_avx2.SOURCE)):
+            for kind, name, source in KERNELS:
                 kernel = build.load_c_function(name, source)
                 if kernel is None:  # no compiler, or it failed (then the float route)
                     continue

@@ -258,39 +258,42 @@ def _optional_flags(compiler) -> tuple:
 
 
 def _compile_all(jobs, compiler, directory) -> None:
-    """Compile each ``(key, name, source)``, a few at a time; raise on the first that
-    fails (after the others have finished)."""
+    """Compile each ``(key, name, source)``, as many at a time as there are CPUs, the
+    next starting as soon as any finishes; raise the first failure (after the others
+    have finished)."""
+    from concurrent.futures import ThreadPoolExecutor
     flags = [f for f in FLAGS if f != "-march=native"] + list(_optional_flags(compiler))
-    libs = ["-lm"]
-    running = []
-    failures = []
-    limit = max(1, os.cpu_count() or 1)
     pending = sorted(jobs, key=lambda job: -len(job[2]))  # (the longest first, roughly)
-    while pending or running:
-        while pending and len(running) < limit:
-            key, name, source = pending.pop(0)
-            c_path = os.path.join(directory, key + ".c")
-            _write_atomic(c_path, source)
-            tmp = os.path.join(directory, f"{key}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp.so")
-            cmd = compiler + flags + ["-o", tmp, c_path] + libs
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-            running.append((proc, key, name, c_path, tmp, cmd, time.perf_counter()))
-        proc, key, name, c_path, tmp, cmd, start = running.pop(0)
-        output = proc.communicate()[0].decode(errors="replace")
-        if proc.returncode != 0:
-            _remove(tmp)
-            failures.append(KernelCompileError(
-                f"ember.jit: the C compiler failed on fused kernel {name} "
-                f"(exit status {proc.returncode}).\n  command: {shlex.join(cmd)}\n"
-                f"  kernel source: {c_path}\n  compiler output:\n{output.rstrip()}\n"
-                "Set EMBER_JIT_BACKEND=numpy to run fused kernels without compiling."))
-            continue
-        os.replace(tmp, os.path.join(directory, key + ".so"))
-        STATS["compiled"] += 1
-        _log(f"compiled {name} in {time.perf_counter() - start:.2f} s "
-             f"({os.path.join(directory, key + '.so')})")
+    with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
+        outcomes = list(pool.map(lambda job: _compile_one(job, compiler, flags, directory),
+                                 pending))
+    failures = [e for e in outcomes if e is not None]
+    STATS["compiled"] += len(outcomes) - len(failures)
     if failures:
         raise failures[0]
+
+
+def _compile_one(job, compiler, flags, directory):
+    """Compile one kernel into the cache; the error (not raised) where the compiler fails."""
+    key, name, source = job
+    start = time.perf_counter()
+    c_path = os.path.join(directory, key + ".c")
+    _write_atomic(c_path, source)
+    tmp = os.path.join(directory, f"{key}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp.so")
+    cmd = compiler + flags + ["-o", tmp, c_path, "-lm"]
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if proc.returncode != 0:
+        _remove(tmp)
+        output = proc.stdout.decode(errors="replace")
+        return KernelCompileError(
+            f"ember.jit: the C compiler failed on fused kernel {name} "
+            f"(exit status {proc.returncode}).\n  command: {shlex.join(cmd)}\n"
+            f"  kernel source: {c_path}\n  compiler output:\n{output.rstrip()}\n"
+            "Set EMBER_JIT_BACKEND=numpy to run fused kernels without compiling.")
+    os.replace(tmp, os.path.join(directory, key + ".so"))
+    _log(f"compiled {name} in {time.perf_counter() - start:.2f} s "
+         f"({os.path.join(directory, key + '.so')})")
+    return None
 
 
 def _write_atomic(path: str, text: str) -> None:
