@@ -473,9 +473,10 @@ BATCH_SCRIPT = textwrap.dedent("""
     from ember.compiler.codegen import build
     batches = []
     original = build._compile_all
-    def record(jobs, *args):
-        batches.append(sorted(name for _, name, _ in jobs))
-        return original(jobs, *args)
+    def record(units, compiler, directory, optional=()):
+        batches.append(sorted(name for unit in list(units) + list(optional)
+                              for _, name, _ in unit))
+        return original(units, compiler, directory, optional)
     build._compile_all = record
     model = ember.nn.Sequential(ember.nn.Linear(8, 16), ember.nn.ReLU(), ember.nn.Linear(16, 4))
     opt = ember.optim.SGD(model.parameters(), lr=0.1)

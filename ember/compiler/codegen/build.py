@@ -167,42 +167,91 @@ def cache_key(source: str, compiler) -> str:
 
 
 # Building and loading -------------------------------------------------------------------
-def load_kernels(sources, compile: bool = True) -> list:
+# Generated kernels compile a few to a file (a "unit"): each compiler run costs about
+# 80 ms of fixed work (start-up, the optimiser's set-up, linking) whatever the kernel,
+# and a graph's fused kernels are small. A unit holds at most this many; a graph gets at
+# least one unit per core.
+UNIT_KERNELS = 8
+
+
+def load_kernels(sources, compile: bool = True, merge: bool = False, alongside=()) -> list:
     """The compiled ``ember_kernel`` function of each ``(name, source)``: from this
     process's memory, from the disk cache, or compiled now (misses in parallel; with
-    ``compile=False`` a miss gives None)."""
+    ``compile=False`` a miss gives None). ``merge``: the sources are generated kernels,
+    which may share compiled files (units). ``alongside``: more ``(name, source)`` to
+    compile in the same batch, each alone, for their own callers to load later; one of
+    them that fails is not raised here."""
     compiler = find_compiler()
     if compiler is None:
         raise EmberError("ember.jit: no C compiler found (set CC, or EMBER_JIT_BACKEND=numpy)")
     directory = cache_dir()
-    keys = [cache_key(src, compiler) for _, src in sources]
+    result, missing = _lookup(sources, compiler, directory)
+    if not compile or not (missing or alongside):
+        return result
+    _, extra = _lookup(alongside, compiler, directory, count=False)
+    jobs = [(key, sources[ns[0]][0], sources[ns[0]][1]) for key, ns in missing.items()]
+    units = _units(jobs) if merge else [[job] for job in jobs]
+    optional = [[(key, alongside[ns[0]][0], alongside[ns[0]][1])]
+                for key, ns in extra.items() if key not in missing]
+    _compile_all(units, compiler, directory, optional)
+    for key, ns in missing.items():
+        path = os.path.join(directory, key + ".so")
+        function = _load(path, key)
+        if function is None:
+            raise EmberError(f"ember.jit: cannot load the compiled kernel {path}")
+        _loaded[key] = function
+        for n in ns:
+            result[n] = function
+    return result
+
+
+def _lookup(sources, compiler, directory, count: bool = True):
+    """(the function of each source found in memory or on disk, else None; {key: the
+    positions of the sources with that key, for those not found})."""
     result: list = [None] * len(sources)
-    missing = {}
-    for n, ((name, src), key) in enumerate(zip(sources, keys)):
+    missing: dict = {}
+    for n, (name, src) in enumerate(sources):
+        key = cache_key(src, compiler)
         if key in _loaded:
-            STATS["memory_hits"] += 1
+            STATS["memory_hits"] += count
             result[n] = _loaded[key]
             continue
         so_path = os.path.join(directory, key + ".so")
-        function = _load(so_path) if os.path.exists(so_path) else None
+        function = _load(so_path, key) if os.path.exists(so_path) else None
         if function is not None:
-            STATS["disk_hits"] += 1
+            STATS["disk_hits"] += count
             _log(f"kernel cache hit: {name} ({so_path})")
             _loaded[key] = result[n] = function
         else:
             missing.setdefault(key, []).append(n)
-    if missing and compile:
-        jobs = [(key, sources[ns[0]][0], sources[ns[0]][1]) for key, ns in missing.items()]
-        _compile_all(jobs, compiler, directory)
-        for key, ns in missing.items():
-            function = _load(os.path.join(directory, key + ".so"))
-            if function is None:
-                raise EmberError(f"ember.jit: cannot load the compiled kernel "
-                                 f"{os.path.join(directory, key + '.so')}")
-            _loaded[key] = function
-            for n in ns:
-                result[n] = function
-    return result
+    return result, missing
+
+
+def _units(jobs) -> list:
+    """``jobs`` (``(key, name, source)``) in units to compile together: at least one per
+    core, at most UNIT_KERNELS kernels each, balanced by source length."""
+    count = max(min(os.cpu_count() or 1, len(jobs)), -(-len(jobs) // UNIT_KERNELS))
+    units: list = [[] for _ in range(count)]
+    sizes = [0] * count
+    for job in sorted(jobs, key=lambda job: -_weight(job[2])):
+        n = min((n for n in range(count) if len(units[n]) < UNIT_KERNELS),
+                key=sizes.__getitem__)
+        units[n].append(job)
+        sizes[n] += _weight(job[2])
+    return [unit for unit in units if unit]
+
+
+def _weight(source: str) -> int:
+    """Roughly how long ``source`` takes to compile: its length, less the shared helpers
+    (a unit compiles them once, and only those its kernels call)."""
+    from . import lanes, scalar
+    return len(source) - sum(len(shared) for shared in (scalar.PRELUDE, lanes.SOURCE)
+                             if shared in source)
+
+
+def _symbol(key: str) -> str:
+    """A kernel's function in a unit (alone in its file it is ``ember_kernel``)."""
+    return "ember_kernel_" + key[:16]
 
 
 def load_c_function(name: str, source: str):
@@ -219,7 +268,7 @@ def load_c_function(name: str, source: str):
     return function
 
 
-def _load(path: str):
+def _load(path: str, key: str = ""):
     # OpenMP threads that spin after a parallel loop take the cores from OpenBLAS's own
     # threads (the gpt step ran 1.5x slower): where OpenBLAS keeps its threads (ember's
     # BLAS driver is off), ask the OpenMP runtime, before it starts, to let idle threads
@@ -229,9 +278,15 @@ def _load(path: str):
     if not cpu_blas.wanted():
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
-        return ctypes.CDLL(path).ember_kernel
-    except (OSError, AttributeError):
+        library = ctypes.CDLL(path)
+    except OSError:
         return None
+    for symbol in (_symbol(key), "ember_kernel"):
+        try:
+            return getattr(library, symbol)
+        except AttributeError:
+            pass
+    return None
 
 
 def _optional_flags(compiler) -> tuple:
@@ -257,24 +312,54 @@ def _optional_flags(compiler) -> tuple:
     return _probed[key]
 
 
-def _compile_all(jobs, compiler, directory) -> None:
-    """Compile each ``(key, name, source)``, as many at a time as there are CPUs, the
-    next starting as soon as any finishes; raise the first failure (after the others
-    have finished)."""
+def _compile_all(units, compiler, directory, optional=()) -> None:
+    """Compile each unit (a list of ``(key, name, source)``), as many at a time as there
+    are CPUs, the next starting as soon as any finishes; raise the first failure (after
+    the others have finished), naming the kernel: the kernels of a unit that fails are
+    compiled again one by one. ``optional``: more units, whose failures are not raised."""
     from concurrent.futures import ThreadPoolExecutor
     flags = [f for f in FLAGS if f != "-march=native"] + list(_optional_flags(compiler))
-    pending = sorted(jobs, key=lambda job: -len(job[2]))  # (the longest first, roughly)
-    with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
-        outcomes = list(pool.map(lambda job: _compile_one(job, compiler, flags, directory),
-                                 pending))
-    failures = [e for e in outcomes if e is not None]
-    STATS["compiled"] += len(outcomes) - len(failures)
-    if failures:
-        raise failures[0]
+    every = sorted(optional, key=lambda unit: -len(unit[0][2])) + \
+        sorted(units, key=lambda unit: -sum(_weight(j[2]) for j in unit))
+
+    def compile_units(todo):
+        with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
+            return list(pool.map(lambda unit: _compile_unit(unit, compiler, flags,
+                                                            directory), todo))
+    outcomes = compile_units(every)
+    STATS["compiled"] += sum(len(u) for u, e in zip(every, outcomes) if e is None)
+    failed = [(unit, e) for unit, e in zip(every[len(optional):], outcomes[len(optional):])
+              if e is not None]
+    errors = [e for unit, e in failed if len(unit) == 1]
+    retried = [[job] for unit, _ in failed if len(unit) > 1 for job in unit]
+    again = compile_units(retried) if retried else []
+    STATS["compiled"] += sum(e is None for e in again)
+    errors += [e for e in again if e is not None]
+    if errors:
+        raise errors[0]
+
+
+def _compile_unit(unit, compiler, flags, directory):
+    """Compile one unit into the cache: a kernel alone as ``<key>.so``; several as one
+    library, which each kernel's ``<key>.so`` links to. The error (not raised) where the
+    compiler fails."""
+    if len(unit) == 1:
+        return _compile_one(unit[0], compiler, flags, directory)
+    for key, _, source in unit:  # (each kernel's source stays readable by its own name)
+        _write_atomic(os.path.join(directory, key + ".c"), source)
+    source = "".join(f"#define ember_kernel {_symbol(key)}\n{text}\n#undef ember_kernel\n"
+                     f"#undef ARRAY_DATA\n" for key, _, text in unit)
+    key = cache_key(source, compiler)
+    name = f"{len(unit)} kernels ({', '.join(job[1] for job in unit)})"
+    error = _compile_one((key, name, source), compiler, flags, directory)
+    if error is None:
+        for member, _, _ in unit:
+            _link(key + ".so", os.path.join(directory, member + ".so"))
+    return error
 
 
 def _compile_one(job, compiler, flags, directory):
-    """Compile one kernel into the cache; the error (not raised) where the compiler fails."""
+    """Compile one source into the cache; the error (not raised) where the compiler fails."""
     key, name, source = job
     start = time.perf_counter()
     c_path = os.path.join(directory, key + ".c")
@@ -294,6 +379,17 @@ def _compile_one(job, compiler, flags, directory):
     _log(f"compiled {name} in {time.perf_counter() - start:.2f} s "
          f"({os.path.join(directory, key + '.so')})")
     return None
+
+
+def _link(target: str, path: str) -> None:
+    """Make ``path`` name the library ``target`` (a file name in the same directory),
+    atomically: a symbolic link, else a copy."""
+    tmp = f"{path}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+    try:
+        os.symlink(target, tmp)
+    except OSError:
+        shutil.copyfile(os.path.join(os.path.dirname(path), target), tmp)
+    os.replace(tmp, path)
 
 
 def _write_atomic(path: str, text: str) -> None:

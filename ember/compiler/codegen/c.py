@@ -465,14 +465,11 @@ class _PendingBatch:
     def compile(self) -> None:
         if self.error is not None:
             raise self.error
-        if self.extra:  # (their own callers load them from the cache; one that fails
-            try:        # to build takes its NumPy path there, and fails no kernel here)
-                build.load_kernels([source for _, source in self.pending] + self.extra)
-            except EmberError:
-                pass
+        try:  # (the extra loops' own callers load them from the cache; one that fails to
+            # build takes its NumPy path there, and fails no kernel here)
+            functions = build.load_kernels([source for _, source in self.pending],
+                                           merge=True, alongside=self.extra)
             self.extra = []
-        try:
-            functions = build.load_kernels([source for _, source in self.pending])
         except EmberError as exc:
             self.error = exc
             raise

@@ -153,7 +153,8 @@ def _all_horizontal() -> str:
     return "\n".join(out)
 
 
-_SOURCE = _SOURCE_TEMPLATE % {"HORIZONTAL": _all_horizontal()}
+_SOURCE = ("#ifndef EMBER_LANES_INCLUDED\n#define EMBER_LANES_INCLUDED"
+           + _SOURCE_TEMPLATE % {"HORIZONTAL": _all_horizontal()} + "#endif\n")
 
 # The helpers take these element types (C spellings).
 C_TYPES = ("float", "double")

@@ -171,8 +171,11 @@ _OWN_FLOAT32 = {"exp": "ember_expf", "log": "ember_logf", "log1p": "ember_log1pf
                 "tanh": "ember_tanhf"}
 
 
-# C functions a rule may call, defined before every kernel that uses them.
+# C functions a rule may call, defined before every kernel that uses them (once, where
+# several kernels share one file: see build.py's units).
 PRELUDE = """\
+#ifndef EMBER_PRELUDE_INCLUDED
+#define EMBER_PRELUDE_INCLUDED
 #include <string.h>
 static inline int32_t ember_float_bits(float f)
 {
@@ -187,7 +190,8 @@ static inline float ember_bits_float(int32_t i)
     return f;
 }
 """ + "".join(source("static inline", lambda v: f"ember_float_bits({v})",
-                     lambda v: f"ember_bits_float({v})") for source in (expf_source, math_source))
+                     lambda v: f"ember_bits_float({v})") for source in (expf_source, math_source)) \
+    + "#endif\n"
 PRELUDE_NAMES = tuple(_OWN_FLOAT32.values())
 
 
