@@ -389,6 +389,7 @@ class CompiledFunction:
         self._last_key = key
         _log(f"traced {self.__name__} ({reason}): {len(original.instrs)} ops -> "
              f"{len(graph.instrs)} after passes, {spec.trace_seconds * 1e3:.0f} ms")
+        del trace  # (it holds the arrays it saw, old gradients among them)
         return spec.run(leaves)
 
     # Looking inside ---------------------------------------------------------------------
