@@ -11,6 +11,7 @@ from .dtypes import (DType, bfloat16, bool, double, float, float16, float32, flo
                      int, int8, int16, int32, int64, long, short, uint8, promote_types,
                      get_default_dtype, set_default_dtype)
 from .dtypes import can_cast, result_type
+from .dtypes import cdouble, cfloat, complex64, complex128
 from .backends import device
 from .errors import EmberError, EmberIndexError, EmberTypeError, EmberValueError, ShapeError
 from .tensor import Size, Tensor, is_floating_point, is_tensor, numel
@@ -30,6 +31,7 @@ from .ops.selection import *  # noqa: F401,F403
 from .ops.statistics import *  # noqa: F401,F403
 from .ops.scan_extra import *  # noqa: F401,F403
 from .ops.math_extra import *  # noqa: F401,F403
+from .ops.complex_support import *  # noqa: F401,F403  (real, imag, view_as_real, polar, ...)
 from .ops.stats_extra import *  # noqa: F401,F403
 from .ops.linalg_more import matrix_exp  # noqa: F401
 from .ops.special_fns import digamma, erfinv, i0, lgamma, mvlgamma, polygamma  # noqa: F401

@@ -120,6 +120,20 @@ class _ValueFormat:
         return text.rjust(self.width)
 
 
+class _ComplexFormat:
+    """Complex elements as PyTorch prints them: the real parts in one format and width,
+    the imaginary parts in theirs, then ``j`` (``1.+2.0000j``)."""
+
+    def __init__(self, shown: np.ndarray):
+        self.real, self.imag = _ValueFormat(shown.real), _ValueFormat(shown.imag)
+        self.width = self.real.width + self.imag.width + 2
+
+    def __call__(self, value) -> str:
+        value = complex(value)
+        imag = self.imag(value.imag).lstrip() + "j"
+        return self.real(value.real) + (imag if imag[0] in "+-" else "+" + imag)
+
+
 def _edge_rows(n: int) -> list[int] | None:
     """The indices a summarised dimension of length ``n`` shows, or None for all."""
     e = _OPTIONS["edgeitems"]
@@ -173,12 +187,13 @@ def _nested(arr: np.ndarray, fmt: _ValueFormat, indent: int, summarize: bool) ->
 
 
 def _body(arr: np.ndarray, indent: int) -> str:
-    if arr.dtype.kind not in "biuf":  # bfloat16 (ml_dtypes) prints through float32
+    if arr.dtype.kind not in "biufc":  # bfloat16 (ml_dtypes) prints through float32
         arr = arr.astype(np.float32)
     elif arr.dtype == np.float16:
         arr = arr.astype(np.float32)
     summarize = arr.size > _OPTIONS["threshold"]
-    fmt = _ValueFormat(_shown_values(arr) if summarize else arr)
+    shown = _shown_values(arr) if summarize else arr
+    fmt = _ComplexFormat(shown) if arr.dtype.kind == "c" else _ValueFormat(shown)
     return _nested(arr, fmt, indent, summarize)
 
 
@@ -213,7 +228,8 @@ def tensor_repr(t) -> str:
     else:
         if _OPTIONS["edgeitems"] == 0:
             suffixes.append(f"size={tuple(arr.shape)}")
-        if t.dtype not in (dt.get_default_dtype(), dt.int64, dt.bool):
+        if t.dtype not in (dt.get_default_dtype(), dt.get_default_dtype().to_complex(),
+                           dt.int64, dt.bool):
             suffixes.append(f"dtype={t.dtype!r}")
         body = _body(arr, indent)
     grad_fn = t.grad_fn

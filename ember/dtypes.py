@@ -1,9 +1,10 @@
 """dtypes and PyTorch's type-promotion rules.
 
 A :class:`DType` wraps the backend's dtype (a NumPy dtype; ``bfloat16`` comes from
-``ml_dtypes``). Promotion follows PyTorch: categories bool < integer < floating, and
-Python scalars and 0-d tensors only raise the category, never the width, of dimensioned
-tensors (``int8_tensor + 5`` stays ``int8``; ``int32_tensor + 2.5`` is ``float32``).
+``ml_dtypes``). Promotion follows PyTorch: categories bool < integer < floating <
+complex, and Python scalars and 0-d tensors only raise the category, never the width, of
+dimensioned tensors (``int8_tensor + 5`` stays ``int8``; ``int32_tensor + 2.5`` is
+``float32``; ``float64_tensor + 1j`` is ``complex128``).
 """
 from __future__ import annotations
 
@@ -22,9 +23,9 @@ except ImportError:  # bfloat16 is then unavailable, everything else works
 
 __all__ = ["DType", "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32",
            "int64", "uint8", "bool", "half", "float", "double", "short", "int", "long",
-           "promote_types", "result_type", "get_default_dtype", "set_default_dtype", "as_dtype"]
+           "complex64", "complex128", "cfloat", "cdouble", "promote_types", "result_type", "get_default_dtype", "set_default_dtype", "as_dtype"]
 
-_BOOL, _INT, _FLOAT = 0, 1, 2
+_BOOL, _INT, _FLOAT, _COMPLEX = 0, 1, 2, 3
 
 
 class DType:
@@ -34,22 +35,35 @@ class DType:
         name: the short name (``"float32"``).
         itemsize: bytes per element.
         is_floating_point: True for float16, bfloat16, float32, float64.
+        is_complex: True for complex64 and complex128.
         is_signed: True unless uint8 or bool.
+        differentiable: floating or complex (a tensor of it may require grad).
     """
-    __slots__ = ("name", "np", "itemsize", "is_floating_point", "is_signed", "_category", "_rank")
+    __slots__ = ("name", "np", "itemsize", "is_floating_point", "is_complex", "is_signed",
+                 "differentiable", "_category", "_rank")
 
     def __init__(self, name: str, np_dtype, category: int, rank: int):
         self.name = name
         self.np = np_dtype
         self.itemsize = np_dtype.itemsize if np_dtype is not None else 2
         self.is_floating_point = category == _FLOAT
+        self.is_complex = category == _COMPLEX
+        self.differentiable = category >= _FLOAT  # (a tensor of it may require grad)
         self.is_signed = name not in ("uint8", "bool")
         self._category = category
         self._rank = rank
 
-    @property
-    def is_complex(self) -> bool:
-        return False
+    def to_real(self) -> "DType":
+        """The real dtype of a complex one's parts (``complex64`` -> ``float32``); a
+        real dtype itself."""
+        return _REAL_OF.get(self, self)
+
+    def to_complex(self) -> "DType":
+        """The complex dtype with parts of this floating dtype (``float64`` ->
+        ``complex128``; float16 and bfloat16 -> ``complex64``); a complex dtype itself."""
+        if self._category == _COMPLEX:
+            return self
+        return complex128 if self is float64 else complex64
 
     def __repr__(self) -> str:
         return f"ember.{self.name}"
@@ -68,17 +82,24 @@ float16 = DType("float16", np.dtype(np.float16), _FLOAT, 1)
 bfloat16 = DType("bfloat16", _BF16, _FLOAT, 1)
 float32 = DType("float32", np.dtype(np.float32), _FLOAT, 2)
 float64 = DType("float64", np.dtype(np.float64), _FLOAT, 3)
+complex64 = DType("complex64", np.dtype(np.complex64), _COMPLEX, 2)
+complex128 = DType("complex128", np.dtype(np.complex128), _COMPLEX, 3)
 
 half, float, double = float16, float32, float64  # noqa: A001
 short, int, long = int16, int32, int64  # noqa: A001
+cfloat, cdouble = complex64, complex128
 
 ALL = (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
 FLOATING = (float16, bfloat16, float32, float64)
 INTEGRAL = (uint8, int8, int16, int32, int64)
+# (not in ALL: the op tables check ALL's dtypes, and most ops take no complex input)
+COMPLEX = (complex64, complex128)
+_REAL_OF = {complex64: float32, complex128: float64}
 
-_BY_NAME = {d.name: d for d in ALL}
-_BY_NAME.update(half=float16, float=float32, double=float64, short=int16, int=int32, long=int64)
-_BY_NP = {d.np: d for d in ALL if d.np is not None}
+_BY_NAME = {d.name: d for d in ALL + COMPLEX}
+_BY_NAME.update(half=float16, float=float32, double=float64, short=int16, int=int32, long=int64,
+                cfloat=complex64, cdouble=complex128)
+_BY_NP = {d.np: d for d in ALL + COMPLEX if d.np is not None}
 
 
 def as_dtype(obj, op: str = "as_dtype") -> DType:
@@ -100,6 +121,8 @@ def as_dtype(obj, op: str = "as_dtype") -> DType:
         found = int64
     elif obj is _builtins.bool:
         found = bool
+    elif obj is _builtins.complex:
+        found = complex128
     elif obj is not None and not isinstance(obj, (_builtins.int, _builtins.float)):
         try:
             found = _BY_NP.get(np.dtype(obj))
@@ -107,7 +130,7 @@ def as_dtype(obj, op: str = "as_dtype") -> DType:
             found = _BY_NAME.get(str(obj).removeprefix("torch."))
     if found is None:
         raise EmberTypeError(f"{op}: unsupported dtype {obj!r}; expected one of "
-                             f"{', '.join('ember.' + d.name for d in ALL)}")
+                             f"{', '.join('ember.' + d.name for d in ALL + COMPLEX)}")
     return found
 
 
@@ -129,10 +152,15 @@ def promote_types(a: DType, b: DType) -> DType:
     if a is b:
         return a
     if a._category != b._category:
-        return a if a._category > b._category else b
+        high, low = (a, b) if a._category > b._category else (b, a)
+        if high._category == _COMPLEX and low is float64:
+            return complex128  # (the parts keep float64's width)
+        return high
     if a._category == _FLOAT:
         if {a, b} == {float16, bfloat16}:
             return float32
+        return a if a._rank >= b._rank else b
+    if a._category == _COMPLEX:
         return a if a._rank >= b._rank else b
     if a._category == _INT:
         return _promote_ints(a, b)
@@ -163,14 +191,21 @@ def scalar_dtype(value) -> DType:
         return bool
     if isinstance(value, _builtins.int):
         return int64
+    if isinstance(value, _builtins.complex):
+        return _default_dtype.to_complex()
     return _default_dtype
 
 
 def _combine(higher: DType | None, lower: DType | None) -> DType | None:
-    # PyTorch's combine_categories: a lower-priority group only wins on category.
+    # PyTorch's combine_categories: a lower-priority group only wins on category (a
+    # complex one over floating keeps the floating one's width).
     if higher is None:
         return lower
-    if lower is None or higher._category == _FLOAT:
+    if lower is None or higher._category == _COMPLEX:
+        return higher
+    if lower._category == _COMPLEX:
+        return higher.to_complex() if higher._category == _FLOAT else lower
+    if higher._category == _FLOAT:
         return higher
     if higher is bool or lower._category == _FLOAT:
         return promote_types(higher, lower)
@@ -202,5 +237,6 @@ def result_type(*operands) -> DType:
 
 def can_cast(from_, to) -> bool:
     """Whether PyTorch's casting rules let a ``from_`` result be written into a ``to``
-    tensor (no float into an integer tensor, no integer into a bool tensor)."""
+    tensor (no complex into a real tensor, no float into an integer tensor, no integer
+    into a bool tensor)."""
     return as_dtype(from_, "can_cast")._category <= as_dtype(to, "can_cast")._category

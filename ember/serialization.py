@@ -40,7 +40,7 @@ _CHUNK = 64 * 1024 * 1024
 # safetensors.numpy as "BF16" (from ml_dtypes' bfloat16), as PyTorch writes it.
 _DTYPES = {"BOOL": dt.bool, "U8": dt.uint8, "I8": dt.int8, "I16": dt.int16,
            "I32": dt.int32, "I64": dt.int64, "F16": dt.float16, "BF16": dt.bfloat16,
-           "F32": dt.float32, "F64": dt.float64}
+           "F32": dt.float32, "F64": dt.float64, "C64": dt.complex64}
 # Unsigned types ember lacks: read into int64, values kept (uint64 only where they fit).
 _WIDENED = {"U16": np.uint16, "U32": np.uint32, "U64": np.uint64}
 _NUMPY_SCALARS = (np.bool_, np.integer, np.floating)
@@ -87,6 +87,11 @@ class _Encoder:
     def encode(self, obj, keys: tuple = ()):
         if isinstance(obj, Tensor):
             name = self._name_for(keys)
+            if obj.dtype is dt.complex128:
+                raise EmberTypeError(f"save: tensor at {_path_text(keys)!r} is complex128, "
+                                     "which the safetensors format cannot hold (PyTorch's "
+                                     "safetensors cannot either): save ember.view_as_real(t)"
+                                     " (float64) or t.to(ember.complex64)")
             host = obj._device.backend.to_numpy(obj._data)
             # (not np.ascontiguousarray, which turns 0-d arrays into 1-d ones)
             self.arrays[name] = host if host.flags.c_contiguous else host.copy(order="C")

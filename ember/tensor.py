@@ -133,7 +133,7 @@ class Tensor:
         return self._dtype.is_floating_point
 
     def is_complex(self) -> bool:
-        return False
+        return self._dtype.is_complex
 
     @property
     def is_cuda(self) -> bool:
@@ -165,9 +165,9 @@ class Tensor:
                                  "If you want to use a computed variable in a subgraph that "
                                  "doesn't require differentiation use var_no_grad = var.detach().")
             return self
-        if requires_grad and not (self._dtype.is_floating_point or self._dtype.is_complex):
-            raise EmberTypeError(f"only Tensors of floating point dtype can require "
-                                 f"gradients, got dtype {self._dtype.name}")
+        if requires_grad and not self._dtype.differentiable:
+            raise EmberTypeError(f"only Tensors of floating point and complex dtype can "
+                                 f"require gradients, got dtype {self._dtype.name}")
         self._requires_grad = bool(requires_grad)
         return self
 

@@ -47,7 +47,9 @@ def test_as_dtype_aliases_and_errors():
     assert ember.half is ember.float16 and ember.double is ember.float64
     assert ember.long is ember.int64 and ember.short is ember.int16
     assert ember.zeros(2, dtype=float).dtype is ember.float64
-    for bad in ("floaty", None, 3, torch.complex64, np.complex64):
+    assert as_dtype(torch.complex64) is ember.complex64 and as_dtype(np.complex128) is \
+        ember.complex128 and as_dtype(complex) is ember.complex128
+    for bad in ("floaty", None, 3, torch.complex32, np.clongdouble):
         with pytest.raises(ember.EmberTypeError, match="as_dtype: unsupported dtype"):
             as_dtype(bad)
     with pytest.raises(ember.EmberTypeError, match="ones: unsupported dtype 'float8'"):

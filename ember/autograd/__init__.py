@@ -34,6 +34,10 @@ def _root_grads(outputs, grad_outputs, create_graph):
                 raise EmberError(f"grad can be implicitly created only for scalar outputs; "
                                  f"got an output of shape {tuple(out.shape)}: pass "
                                  "gradient= (or grad_outputs=) of the same shape")
+            if out.dtype.is_complex:
+                raise EmberError(f"grad can be implicitly created only for real scalar "
+                                 f"outputs; got {out.dtype.name}: take .real, .abs() or "
+                                 "pass gradient=")
             g = ones_like(out)
         elif tuple(g.shape) != tuple(out.shape):
             raise EmberError(f"Mismatch in shape: grad_output has a shape of "

@@ -39,12 +39,12 @@ class Node:
             # after an in-place op). Non-float tensors never get a node, so they are safe
             # to keep (``where`` reads its condition).
             if saves:
-                inputs = tuple(t if i in saves or not t._dtype.is_floating_point
+                inputs = tuple(t if i in saves or not t._dtype.differentiable
                                else _InputMeta(t) for i, t in enumerate(inputs))
                 self.versions = tuple(t._version[0] if i in saves else None
                                       for i, t in enumerate(inputs))
             else:
-                inputs = tuple(_InputMeta(t) if t._dtype.is_floating_point else t
+                inputs = tuple(_InputMeta(t) if t._dtype.differentiable else t
                                for t in inputs)
                 self.versions = None
         self.inputs = inputs

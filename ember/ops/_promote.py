@@ -34,8 +34,7 @@ def scalar_tensor(value, dtype, device):
 
 def as_operand(name: str, value, device=None):
     """A Tensor, or a Python number left as is; anything else is a clear error."""
-    if isinstance(value, Tensor) or isinstance(value, (numbers.Number, np.bool_)) \
-            and not isinstance(value, complex):
+    if isinstance(value, (Tensor, numbers.Number, np.bool_)):
         return value
     if isinstance(value, np.ndarray):
         from .creation import as_tensor
@@ -62,10 +61,10 @@ def promote(name: str, args, kind: int = SAME):
     else:
         args = [as_operand(name, a, first._device) for a in args]
         dtype = dt.result_type(*args)
-    if kind == FLOAT and not dtype.is_floating_point:
+    if kind == FLOAT and not dtype.differentiable:
         dtype = dt.get_default_dtype()
         same = False
-    elif kind == INTEGRAL and dtype.is_floating_point:
+    elif kind == INTEGRAL and dtype.differentiable:
         raise EmberTypeError(f"{name}: expected integer or bool tensors, got dtype "
                              f"{dtype.name}")
     if same:

@@ -69,7 +69,7 @@ def _np_dtype(name: str, np_dtype) -> dt.DType:
     if np_dtype.kind in "iu":  # uint16/32/64: values kept, in ember's widest integer
         return dt.int64
     raise EmberTypeError(f"{name}: can't convert NumPy data of dtype {np_dtype} to a tensor; "
-                         f"supported dtypes are {', '.join(d.name for d in dt.ALL)}")
+                         f"supported dtypes are {', '.join(d.name for d in dt.ALL + dt.COMPLEX)}")
 
 
 def _infer_dtype(name: str, data) -> dt.DType:
@@ -87,6 +87,8 @@ def _infer_dtype(name: str, data) -> dt.DType:
         return dt.int64
     if isinstance(data, numbers.Real):
         return dt.get_default_dtype()
+    if isinstance(data, numbers.Complex):
+        return dt.get_default_dtype().to_complex()
     if isinstance(data, range):
         return dt.int64
     if isinstance(data, (list, tuple)):

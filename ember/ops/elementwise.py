@@ -366,13 +366,44 @@ def _out(n):
 
 neg = _unary("neg", lambda xp, a: xp.negative(a), lambda n, g: -g, doc="-input.")
 negative = neg
-abs = _unary("abs", lambda xp, a: xp.abs(a), lambda n, g: g * sign(_in(n)), doc="|input|.")
+_real_abs = _unary("abs", lambda xp, a: xp.abs(a), lambda n, g: g * sign(_in(n)))
+
+
+def _is_complex(value) -> bool:
+    dtype = getattr(value, "dtype", None)
+    return dtype is not None and getattr(dtype, "is_complex", False)
+
+
+def abs(input):
+    """|input| (for complex numbers their modulus, a real tensor).
+
+    >>> ember.abs(ember.tensor([-1.5, 2.0]))
+    tensor([1.5000, 2.0000])
+    """
+    if _is_complex(input):
+        from .complex_support import complex_abs
+        return complex_abs(input)
+    return _real_abs(input)
+
+
 absolute = abs
 # sign(NaN) is 0 in PyTorch (NumPy gives NaN)
 sign = _unary("sign", lambda xp, a: xp.where(a != a, 0, xp.sign(a)).astype(a.dtype)
               if a.dtype != bool else a.copy(),
               lambda n, g: g * 0, doc="-1, 0 or 1 by the sign of input.")
-sgn = sign
+
+
+def sgn(input):
+    """:func:`sign`, and for complex numbers ``z / |z|`` (0 where z is 0).
+
+    >>> ember.sgn(ember.tensor([3 + 4j, 0j]))
+    tensor([0.6000+0.8000j, 0.0000+0.0000j])
+    """
+    if _is_complex(input):
+        mag = abs(input)
+        safe = where(mag == 0, mul(mag, 0.0) + 1, mag)
+        return div(input, cast(safe, input.dtype))
+    return sign(input)
 exp = _unary("exp", lambda xp, a: xp.exp(a), lambda n, g: g * _out(n), FLOAT, "e ** input.",
              saves_outputs=True)
 exp2 = _unary("exp2", lambda xp, a: xp.exp2(a), lambda n, g: g * _out(n) * math.log(2.0),

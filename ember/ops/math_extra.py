@@ -380,12 +380,16 @@ def ldexp(input, other):
 
 
 def angle(input):
-    """The argument of each element: for real numbers ``pi`` where negative, else 0 (NaN
-    stays NaN; integers give the default float dtype). Its gradient is 0.
+    """The argument of each element: for complex numbers in (-pi, pi]; for real numbers
+    ``pi`` where negative, else 0 (NaN stays NaN; integers give the default float dtype;
+    the gradient of a real angle is 0).
 
     >>> ember.angle(ember.tensor([-2.0, 0.0, 3.0]))
     tensor([3.1416, 0.0000, 0.0000])
     """
+    if ew._is_complex(input):
+        from .complex_support import complex_angle
+        return complex_angle(input)
     (x,), _ = promote("angle", (input,), FLOAT)
     return ew.where(x < 0, math.pi, ew.mul(x, 0.0))  # (x * 0 keeps NaN)
 

@@ -105,7 +105,7 @@ _SUM = register("sum", _accumulating(lambda xp: xp.sum),
 
 def _sum_dtype(input, dtype):
     if dtype is None:
-        return None if input.dtype.is_floating_point else dt.int64
+        return None if input.dtype.differentiable else dt.int64
     return dt.as_dtype(dtype)
 
 
@@ -127,7 +127,7 @@ def mean(input, dim=None, keepdim: bool = False, *, dtype=None):
     """
     if dtype is not None:
         input = input.to(dtype)
-    if not input.dtype.is_floating_point:
+    if not input.dtype.differentiable:
         raise EmberError(f"mean(): could not infer output dtype. Input dtype must be either a "
                          f"floating point or complex dtype. Got: {input.dtype.name}")
     dims = reduce_dims(input, dim, "mean")

@@ -14,10 +14,11 @@ import numpy as np
 
 from ..autograd import grad_mode
 from ..autograd.graph import Node, edge_of
-from ..errors import EmberError, EmberIndexError, ShapeError, describe
+from ..errors import EmberError, EmberIndexError, EmberTypeError, ShapeError, describe
 from ..tensor import Tensor
 
 OPS: dict[str, "Op"] = {}
+NO_COMPLEX, COMPLEX_FORWARD, COMPLEX_GRAD = 0, 1, 2
 _observer = None  # set by tests to see every op call (shape-rule checks)
 _trace = None     # the active ember.compiler.trace.Trace while ember.jit captures
 # set by ember.profiler while it records: ``_profile(op, forward, inputs)`` gives the
@@ -85,7 +86,8 @@ class Op:
     release = None  # (a compiled backward's op frees its residuals: see Node.release)
     __slots__ = ("name", "forward", "vjp", "infer", "n_outputs", "saves_inputs",
                  "saves_outputs", "broadcasting", "is_view", "dynamic_shape", "grad_name",
-                 "explain", "grad_index", "decompose", "whole_in_c", "fast", "specialize")
+                 "explain", "grad_index", "decompose", "whole_in_c", "fast", "specialize",
+                 "complex")
 
     def __init__(self, name: str, forward: Callable, vjp: Callable | None = None, *,
                  infer: Callable | None = None, n_outputs: int = 1,
@@ -110,6 +112,9 @@ class Op:
         self.whole_in_c = whole_in_c
         self.specialize = specialize
         self.fast = None
+        # complex inputs: NO (an error naming the op), FORWARD (its forward takes them),
+        # GRAD (its VJP too); set by ember.ops.complex_support
+        self.complex = NO_COMPLEX
         self.grad_name = "".join(p.capitalize() for p in name.split("_")) + "Backward0"
 
     def __repr__(self) -> str:
@@ -143,6 +148,8 @@ def apply(op: Op, *inputs, **params):
             device, inputs = _common_device(op, inputs)
         if t._base is not None and t._view_version != t._version[0]:
             t._refresh_view_node()  # its base changed in place since it was made
+        if t._dtype.is_complex and op.complex == NO_COMPLEX:
+            raise _complex_error(op, inputs)
     trace = _trace
     if trace is not None:
         if trace.rewrites is not None and op.name in trace.rewrites:
@@ -179,7 +186,7 @@ def apply(op: Op, *inputs, **params):
         res = Tensor._make(out, device)
         if op.is_view:
             _link_view(res, first, op, params)
-        if record and res._dtype.is_floating_point:
+        if record and res._dtype.differentiable:
             _record(op, inputs, params, (res,), out if op.saves_outputs else None)
         if trace is not None:
             trace.note(res)
@@ -189,7 +196,7 @@ def apply(op: Op, *inputs, **params):
         for r in results:
             trace.note(r)
     if record:
-        outs = tuple(r for r in results if r._dtype.is_floating_point)
+        outs = tuple(r for r in results if r._dtype.differentiable)
         if outs:
             _record(op, inputs, params, results, out if op.saves_outputs else None)
     return results
@@ -247,13 +254,25 @@ def _traced_forward(trace, op, inputs, params):
         raise _forward_error(op, inputs, params, exc) from None
 
 
+def _complex_error(op, inputs) -> EmberTypeError:
+    dtypes = ", ".join(t._dtype.name for t in inputs)
+    return EmberTypeError(f"{op.name}: complex tensors are not supported by this op "
+                          f"(got {dtypes}); the ops that take them are listed in "
+                          "ember/ops/complex_support.py")
+
+
 def _record(op, inputs, params, results, out_data):
+    if op.complex != COMPLEX_GRAD and any(t is not None and t._dtype.is_complex
+                                          for t in inputs + results):
+        raise EmberTypeError(f"{op.name}: the gradient for complex tensors is not "
+                             "implemented; compute it under ember.no_grad() or detach "
+                             "the complex tensors")
     edges = tuple(edge_of(t) for t in inputs)
     if op.n_outputs == 1 and out_data is not None:
         out_data = (out_data,)
     node = Node(op, inputs, edges, params, out_data, results)
     for i, r in enumerate(results):
-        if r._dtype.is_floating_point:
+        if r._dtype.differentiable:
             r._node, r._out_index, r._requires_grad = node, i, True
 
 
