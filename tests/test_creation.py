@@ -156,12 +156,12 @@ def test_tensor_overflow_and_bad_dtype():
 
 def test_requires_grad_on_integer_tensor():
     with pytest.raises(ember.EmberTypeError, match="tensor: only Tensors of floating point "
-                                                   "dtype can require gradients, got dtype "
-                                                   "int64"):
+                                                   "and complex dtype can require gradients, "
+                                                   "got dtype int64"):
         ember.tensor([1, 2], requires_grad=True)
     with pytest.raises(ember.EmberTypeError, match="zeros: only Tensors of floating point "
-                                                   "dtype can require gradients, got dtype "
-                                                   "int32"):
+                                                   "and complex dtype can require gradients, "
+                                                   "got dtype int32"):
         ember.zeros(2, dtype=ember.int32, requires_grad=True)
     with pytest.raises(ember.EmberTypeError, match="arange: .*got dtype int64"):
         ember.arange(3, requires_grad=True)

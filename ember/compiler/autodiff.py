@@ -33,7 +33,7 @@ def trace_backward(trace, outputs: list) -> list:
         graph.inputs.append(Input("cotangent", k, v, f"d(output {k})"))
         cotangents.append(Tensor._make(TracerArray(v, trace)))
     records = [rec for rec in trace.lifted.values()
-               if rec.owner is None and rec.node[2] and rec.tensor._dtype.is_floating_point]
+               if rec.owner is None and rec.node[2] and rec.tensor._dtype.differentiable]
     tensors = [rec.tensor for rec in records]
     for t in tensors:  # gradients stop at the lifted tensors (they are leaves in here)
         t._requires_grad = True

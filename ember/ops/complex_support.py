@@ -284,7 +284,7 @@ HOLOMORPHIC = ("mul", "div", "exp", "log", "log2", "log10", "log1p", "expm1", "s
                "rsqrt", "reciprocal", "square", "sin", "cos", "tan", "sinh", "cosh", "tanh",
                "sigmoid", "pow", "matmul", "einsum", "prod", "cumprod")
 # Forward only (their results are not complex, or their gradient is not written).
-FORWARD = ("eq", "ne", "isnan", "isinf", "isfinite", "sign", "cast", "any", "all",
+FORWARD = ("eq", "ne", "isnan", "isinf", "isfinite", "cast", "any", "all",
            "count_nonzero", "nonzero", "masked_select")
 
 
@@ -310,7 +310,8 @@ for _name in FORWARD:
     if _name in OPS:
         OPS[_name].complex = COMPLEX_FORWARD
 OPS["cast"].vjp, OPS["cast"].complex = _cast_vjp, COMPLEX_GRAD
-for _op in (_REAL, _IMAG, _CONJ, _VIEW_AS_REAL, _VIEW_AS_COMPLEX, _CABS, _ANGLE):
+for _op in (_REAL, _IMAG, _CONJ, _VIEW_AS_REAL, _VIEW_AS_COMPLEX, _COMPLEX, _POLAR, _CABS,
+            _ANGLE):
     _op.complex = COMPLEX_GRAD
 
 

@@ -41,9 +41,9 @@ def _dtype(name: str, dtype, default: dt.DType | None = None) -> dt.DType:
 
 
 def _check_grad_dtype(name: str, dtype: dt.DType, requires_grad: bool) -> None:
-    if requires_grad and not dtype.is_floating_point:
-        raise EmberTypeError(f"{name}: only Tensors of floating point dtype can require "
-                             f"gradients, got dtype {dtype.name}")
+    if requires_grad and not dtype.differentiable:
+        raise EmberTypeError(f"{name}: only Tensors of floating point and complex dtype can "
+                             f"require gradients, got dtype {dtype.name}")
 
 
 def _new(name: str, arr, dtype: dt.DType, device, requires_grad: bool):

@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from ..backends import CPU as _CPU
-from ..errors import EmberError, describe
+from ..errors import EmberError, EmberTypeError, describe
 from ._promote import FLOAT, SAME, promote
 from . import _xp
 from .registry import AbstractValue, apply, register
@@ -662,6 +662,8 @@ def clamp(input, min=None, max=None):
         raise EmberError("clamp: at least one of 'min' or 'max' must not be None")
     given = [input] + [v for v in (min, max) if v is not None]
     tensors, dtype = promote("clamp", given)
+    if dtype.is_complex:
+        raise EmberTypeError(f"clamp is not supported for complex types (got {dtype.name})")
     x, bounds = tensors[0], iter(tensors[1:])
     from ._promote import scalar_tensor
     if dtype.is_floating_point:

@@ -106,9 +106,9 @@ def empty_strided(size, stride, *, dtype=None, device=None,
 def _made(name, arr, dtype, dev, requires_grad) -> Tensor:
     """A leaf tensor on ``dev`` wrapping the device array ``arr`` as it is (its strides
     kept)."""
-    if requires_grad and not dtype.is_floating_point:
-        raise EmberTypeError(f"{name}: only Tensors of floating point dtype can require "
-                             f"gradients, got dtype {dtype.name}")
+    if requires_grad and not dtype.differentiable:
+        raise EmberTypeError(f"{name}: only Tensors of floating point and complex dtype can "
+                             f"require gradients, got dtype {dtype.name}")
     t = Tensor._make(arr, dev)
     if requires_grad:
         t.requires_grad_(True)

@@ -1,0 +1,236 @@
+"""Complex tensors against PyTorch: promotion, printing, the ops that take them, their
+gradients (PyTorch's convention: z.grad = dL/dx + i dL/dy), a finite-difference check
+that needs no PyTorch, ember.jit, saving, and the errors."""
+import numpy as np
+import pytest
+
+import ember
+from ember import dtypes as dt
+
+RNG = np.random.default_rng(5)
+
+
+def _complex(shape, dtype=np.complex128):
+    return (RNG.standard_normal(shape) + 1j * RNG.standard_normal(shape)).astype(dtype)
+
+
+# Promotion ------------------------------------------------------------------------------
+def test_promotion_table_matches_torch():
+    torch = pytest.importorskip("torch")
+    every = dt.ALL + dt.COMPLEX
+    for a in every:
+        for b in every:
+            expected = str(torch.promote_types(getattr(torch, a.name), getattr(torch, b.name)))
+            assert dt.promote_types(a, b).name == expected.split(".")[1], (a, b)
+
+
+@pytest.mark.parametrize("make", [
+    lambda lib: lib.ones(2, dtype=lib.float32) + 1j,
+    lambda lib: lib.ones(2, dtype=lib.float64) + 1j,
+    lambda lib: lib.ones(2, dtype=lib.int64) * (2 - 1j),
+    lambda lib: lib.ones(2, dtype=lib.complex64) + lib.tensor(1.5, dtype=lib.float64),
+    lambda lib: lib.ones(2, dtype=lib.float32) + lib.tensor(1j, dtype=lib.complex128),
+    lambda lib: lib.ones(2, dtype=lib.float64) * lib.tensor(1j, dtype=lib.complex64),
+    lambda lib: lib.tensor([1, 2.5 + 1j]),
+    lambda lib: lib.tensor(3j),
+])
+def test_result_dtypes_and_values_match_torch(make):
+    torch = pytest.importorskip("torch")
+    got, want = make(ember), make(torch)
+    assert got.dtype.name == str(want.dtype).split(".")[1]
+    np.testing.assert_allclose(got.numpy(), want.numpy())
+
+
+def test_printing_matches_torch():
+    torch = pytest.importorskip("torch")
+    for values, dtype in (([1 + 2j, 3 - 1.5j], "complex64"), ([1 + 2j, 3 - 1.5j], "complex128"),
+                          ([1e-5 + 2j, 300000 - 1.5j], "complex64"),
+                          ([[1 + 2j, 3 - 1.5j], [0.25j, -1]], "complex64"),
+                          (1 + 2j, "complex64"), ([complex("nan+1j"), complex("inf-2j")],
+                                                   "complex64")):
+        ours = repr(ember.tensor(values, dtype=getattr(ember, dtype)))
+        theirs = repr(torch.tensor(values, dtype=getattr(torch, dtype)))
+        assert ours == theirs.replace("torch.", "ember.")
+
+
+# Forward values -------------------------------------------------------------------------
+UNARY = ["neg", "exp", "log", "sqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh",
+         "reciprocal", "square", "abs", "angle", "sgn", "real", "conj", "conj_physical",
+         "view_as_real", "isnan", "isfinite", "sum", "mean", "prod", "cumsum", "sigmoid",
+         "rsqrt", "expm1", "log1p"]
+
+
+@pytest.mark.parametrize("name", UNARY)
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_unary_ops_match_torch(name, dtype):
+    torch = pytest.importorskip("torch")
+    x = _complex((3, 4), getattr(np, dtype))
+    x[0, 0] = 0
+    extra = {"cumsum": {"dim": 1}}.get(name, {})
+    got = getattr(ember, name)(ember.from_numpy(x.copy()), **extra)
+    want = getattr(torch, name)(torch.from_numpy(x.copy()), **extra)
+    assert got.dtype.name == str(want.dtype).split(".")[1]
+    tol = 1e-5 if dtype == "complex64" else 1e-12
+    np.testing.assert_allclose(got.numpy(), want.resolve_conj().numpy(), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "pow", "matmul", "eq", "ne"])
+def test_binary_ops_match_torch(op):
+    torch = pytest.importorskip("torch")
+    a, b = _complex((4, 4)), _complex((4, 4))
+    got = getattr(ember, op)(ember.from_numpy(a), ember.from_numpy(b))
+    want = getattr(torch, op)(torch.from_numpy(a), torch.from_numpy(b))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
+    mixed = ember.from_numpy(a.real.astype(np.float32)) * ember.from_numpy(b.astype(np.complex64))
+    assert mixed.dtype is ember.complex64
+
+
+def test_parts_and_constructors_match_torch():
+    torch = pytest.importorskip("torch")
+    x, y = RNG.standard_normal((2, 3)), RNG.standard_normal((2, 3))
+    for fn in ("complex", "polar"):
+        got = getattr(ember, fn)(ember.from_numpy(x), ember.from_numpy(y))
+        want = getattr(torch, fn)(torch.from_numpy(x), torch.from_numpy(y))
+        assert got.dtype is ember.complex128
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
+    pairs = RNG.standard_normal((2, 3, 2)).astype(np.float32)
+    z = ember.view_as_complex(ember.from_numpy(pairs))
+    np.testing.assert_array_equal(z.numpy(), torch.view_as_complex(torch.from_numpy(pairs)))
+    np.testing.assert_array_equal(z.real.numpy(), pairs[..., 0])
+    np.testing.assert_array_equal(z.imag.numpy(), pairs[..., 1])
+    np.testing.assert_array_equal(ember.view_as_real(z).numpy(), pairs)
+    # shape ops, indexing and reductions keep the numbers
+    w = ember.from_numpy(_complex((2, 3, 4)))
+    t = torch.from_numpy(w.numpy())
+    np.testing.assert_array_equal(w.permute(2, 0, 1)[1:, :, ::2].numpy(),
+                                  t.permute(2, 0, 1)[1:, :, ::2].numpy())
+    np.testing.assert_allclose(ember.cat([w, w * 2j], 1).sum(2).numpy(),
+                               torch.cat([t, t * 2j], 1).sum(2).numpy(), rtol=1e-12)
+    np.testing.assert_allclose(ember.einsum("abc,abd->cd", w, w).numpy(),
+                               torch.einsum("abc,abd->cd", t, t).numpy(), rtol=1e-12)
+
+
+# Gradients ------------------------------------------------------------------------------
+GRAD_CASES = {
+    "abs": lambda lib, z, w: lib.abs(z * w).sum(),
+    "abs2": lambda lib, z, w: (z * z.conj()).real.sum(),
+    "angle": lambda lib, z, w: lib.angle(z + w).sum(),
+    "real_imag": lambda lib, z, w: (z * w).real.sum() + 3 * (z / w).imag.sum(),
+    "holomorphic": lambda lib, z, w: lib.view_as_real(
+        lib.exp(z) * lib.sin(w) + lib.sqrt(z) / lib.tanh(z) + z.pow(3) - 1 / z).sum(),
+    "matmul": lambda lib, z, w: lib.abs(z @ w @ z).sum(),
+    "sum_mean": lambda lib, z, w: (lib.abs(z.sum(0)) ** 2).sum() + lib.real(z.mean() * w[0, 0]),
+    "index_cat": lambda lib, z, w: lib.abs(lib.cat([z[1:], z[:1] * w[0]], 0)).sum(),
+    "sgn_log": lambda lib, z, w: lib.view_as_real(lib.sgn(z) * lib.log(z * w)).sum(),
+}
+
+
+@pytest.mark.parametrize("case", list(GRAD_CASES))
+def test_gradients_match_torch(case):
+    torch = pytest.importorskip("torch")
+    z0, w0 = _complex((3, 3)), _complex((3, 3))
+    fn = GRAD_CASES[case]
+    z, w = ember.from_numpy(z0.copy()).requires_grad_(), ember.from_numpy(w0.copy())
+    fn(ember, z, w).backward()
+    tz, tw = torch.from_numpy(z0.copy()).requires_grad_(), torch.from_numpy(w0.copy())
+    fn(torch, tz, tw).backward()
+    np.testing.assert_allclose(z.grad.numpy(), tz.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_gradients_of_real_inputs_through_complex_values_match_torch():
+    torch = pytest.importorskip("torch")
+    x0, y0 = RNG.standard_normal(5), RNG.standard_normal(5)
+
+    def fn(lib, x, y):
+        z = lib.complex(x, y) * lib.polar(y.abs() + 0.5, x)
+        return lib.abs(z).sum() + lib.view_as_real(x.to(lib.complex128) * 1j).pow(2).sum()
+    x, y = (ember.from_numpy(v.copy()).requires_grad_() for v in (x0, y0))
+    fn(ember, x, y).backward()
+    tx, ty = (torch.from_numpy(v.copy()).requires_grad_() for v in (x0, y0))
+    fn(torch, tx, ty).backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-10)
+    np.testing.assert_allclose(y.grad.numpy(), ty.grad.numpy(), rtol=1e-10)
+    assert x.grad.dtype is ember.float64
+
+
+@pytest.mark.parametrize("case", ["abs", "angle", "holomorphic", "matmul", "sgn_log"])
+def test_gradients_match_finite_differences(case):
+    """dL/dx + i dL/dy by central differences on each part of each element."""
+    fn = GRAD_CASES[case]
+    z0, w0 = _complex((3, 3)), _complex((3, 3))
+    w = ember.from_numpy(w0)
+    z = ember.from_numpy(z0.copy()).requires_grad_()
+    fn(ember, z, w).backward()
+
+    def loss(values):
+        with ember.no_grad():
+            return float(fn(ember, ember.from_numpy(values), w))
+    expected = np.zeros_like(z0)
+    h = 1e-6
+    for index in np.ndindex(z0.shape):
+        for unit in (1, 1j):
+            up, down = z0.copy(), z0.copy()
+            up[index] += h * unit
+            down[index] -= h * unit
+            expected[index] += unit * (loss(up) - loss(down)) / (2 * h)
+    np.testing.assert_allclose(z.grad.numpy(), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_compiled_equals_eager_with_gradients():
+    z0 = _complex((4, 4))
+
+    def fn(z):
+        return ember.abs(ember.exp(z * 0.5) @ z + 2j).sum()
+    z = ember.from_numpy(z0.copy()).requires_grad_()
+    fn(z).backward()
+    zc = ember.from_numpy(z0.copy()).requires_grad_()
+    compiled = ember.jit(fn)
+    out = compiled(zc)
+    out.backward()
+    np.testing.assert_allclose(float(out), float(fn(z)), rtol=1e-12)
+    np.testing.assert_allclose(zc.grad.numpy(), z.grad.numpy(), rtol=1e-10)
+
+
+# Saving ---------------------------------------------------------------------------------
+def test_complex64_saves_and_loads_and_complex128_says_why_not(tmp_path):
+    z = ember.tensor([1 + 2j, -3.5j])
+    ember.save({"z": z}, tmp_path / "z.safetensors")
+    back = ember.load(tmp_path / "z.safetensors")["z"]
+    assert back.dtype is ember.complex64
+    np.testing.assert_array_equal(back.numpy(), z.numpy())
+    with pytest.raises(ember.EmberTypeError, match="complex128.*view_as_real"):
+        ember.save({"z": z.to(ember.complex128)}, tmp_path / "w.safetensors")
+    assert not (tmp_path / "w.safetensors").exists()
+
+
+# Errors ---------------------------------------------------------------------------------
+def test_unsupported_ops_name_themselves():
+    z = ember.tensor([1 + 2j, 3j])
+    with pytest.raises(ember.EmberTypeError, match="lt: complex tensors are not supported"):
+        z < z
+    with pytest.raises(ember.EmberTypeError, match="relu: complex tensors are not supported"):
+        ember.relu(z)
+    with pytest.raises(ember.EmberTypeError, match="clamp is not supported for complex"):
+        z.clamp(0)
+    with pytest.raises(ember.EmberTypeError, match="imag is not implemented for tensors "
+                                                   "with non-complex dtypes"):
+        ember.ones(2).imag
+    with pytest.raises(ember.ShapeError, match="last dimension of size 2"):
+        ember.view_as_complex(ember.ones(3))
+    with pytest.raises(ember.EmberTypeError, match="same floating dtype"):
+        ember.complex(ember.ones(2), ember.ones(2, dtype=ember.float64))
+
+
+def test_gradient_errors():
+    z = ember.tensor([1 + 2j, 3j], requires_grad=True)
+    with pytest.raises(ember.EmberError, match="only for real scalar outputs"):
+        (z * z).sum().backward()
+    assert not ember.isnan(z).any()  # (forward only, and not differentiable: fine)
+    with pytest.raises(ember.EmberTypeError, match="masked_select: the gradient for complex "
+                                                   "tensors is not implemented"):
+        z.masked_select(ember.tensor([True, False]))
+    with ember.no_grad():
+        np.testing.assert_array_equal(z.masked_select(ember.tensor([True, False])).numpy(),
+                                      [1 + 2j])
+    with pytest.raises(ember.EmberTypeError, match="floating point and complex"):
+        ember.tensor([1, 2]).requires_grad_()
