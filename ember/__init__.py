@@ -44,6 +44,7 @@ from .ops.linalg_solvers import cholesky_inverse, cholesky_solve  # noqa: F401
 from .ops.methods_more import *  # noqa: F401,F403
 globals().update(_TOP_LEVEL_LINALG)
 from . import linalg, special  # noqa: E402,F401
+from . import fft  # noqa: E402,F401  (torch.fft's transforms)
 from . import random  # noqa: E402,F401  (torch.random's names; ember.ops.random holds the ops)
 from . import autograd
 from .autograd import (enable_grad, inference_mode, is_grad_enabled,
