@@ -282,7 +282,8 @@ LINEAR = ("add", "sub", "neg", "sum", "view", "expand", "permute", "flip", "roll
 # Holomorphic: gradients from the real VJP through conj (see _holomorphic).
 HOLOMORPHIC = ("mul", "div", "exp", "log", "log2", "log10", "log1p", "expm1", "sqrt",
                "rsqrt", "reciprocal", "square", "sin", "cos", "tan", "sinh", "cosh", "tanh",
-               "sigmoid", "pow", "matmul", "einsum", "prod", "cumprod")
+               "sigmoid", "pow", "matmul", "einsum", "prod", "cumprod", "linalg_solve",
+               "linalg_inv", "linalg_det")
 # Forward only (their results are not complex, or their gradient is not written).
 FORWARD = ("eq", "ne", "isnan", "isinf", "isfinite", "cast", "any", "all",
            "count_nonzero", "nonzero", "masked_select")
@@ -299,17 +300,24 @@ def _cast_vjp(n, g):
     return g
 
 
-for _name in LINEAR:
-    if _name in OPS:
-        OPS[_name].complex = COMPLEX_GRAD
-for _name in HOLOMORPHIC:
-    op = OPS.get(_name)
-    if op is not None and op.vjp is not None:
-        op.vjp, op.complex = _holomorphic(op.vjp), COMPLEX_GRAD
-for _name in FORWARD:
-    if _name in OPS:
-        OPS[_name].complex = COMPLEX_FORWARD
-OPS["cast"].vjp, OPS["cast"].complex = _cast_vjp, COMPLEX_GRAD
+def mark_ops() -> None:
+    """Let the ops listed above take complex tensors (``import ember`` calls it, once
+    every op is registered; a listed name that is not is an error here, not a silent
+    gap)."""
+    missing = [name for name in LINEAR + HOLOMORPHIC + FORWARD if name not in OPS]
+    if missing:
+        raise RuntimeError(f"complex_support: no registry ops named {missing}")
+    for name in LINEAR:
+        OPS[name].complex = COMPLEX_GRAD
+    for name in HOLOMORPHIC:
+        op = OPS[name]
+        if op.complex != COMPLEX_GRAD:  # (once)
+            op.vjp, op.complex = _holomorphic(op.vjp), COMPLEX_GRAD
+    for name in FORWARD:
+        OPS[name].complex = COMPLEX_FORWARD
+    OPS["cast"].vjp, OPS["cast"].complex = _cast_vjp, COMPLEX_GRAD
+
+
 for _op in (_REAL, _IMAG, _CONJ, _VIEW_AS_REAL, _VIEW_AS_COMPLEX, _COMPLEX, _POLAR, _CABS,
             _ANGLE):
     _op.complex = COMPLEX_GRAD

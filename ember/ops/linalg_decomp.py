@@ -36,15 +36,16 @@ class LinAlgError(EmberError):
 
 
 def check_matrices(name: str, A, square: bool = True) -> None:
-    """``A`` must be a float32/float64 tensor of (batches of) matrices."""
+    """``A`` must be a float32/float64 (or complex64/complex128: the ops that do not take
+    complex tensors say so by name) tensor of (batches of) matrices."""
     if not isinstance(A, Tensor):
         raise EmberTypeError(f"{name}: expected a Tensor, got {type(A).__name__}")
     if A.ndim < 2:
         raise ShapeError(f"{name}: The input tensor A must have at least 2 dimensions "
                          f"(got shape {tuple(A.shape)}).")
-    if A.dtype not in (dt.float32, dt.float64):
-        raise EmberTypeError(f"{name}: Expected a float32 or float64 tensor as input. Got "
-                             f"{A.dtype.name}")
+    if A.dtype not in (dt.float32, dt.float64, dt.complex64, dt.complex128):
+        raise EmberTypeError(f"{name}: Expected a floating point or complex tensor as input. "
+                             f"Got {A.dtype.name}")
     if square and A.shape[-1] != A.shape[-2]:
         raise ShapeError(f"{name}: A must be batches of square matrices, but they are "
                          f"{A.shape[-2]} by {A.shape[-1]} matrices")

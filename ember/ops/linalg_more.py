@@ -7,7 +7,7 @@ scaling and squaring of a degree-13 Padé approximant (Higham 2005), its VJP the
 right block of the exponential of ``[[A^T, G], [0, A^T]]``; LU by Gaussian elimination
 with partial pivoting (LAPACK's ``getrf`` choice of pivot), its VJP PyTorch's formulas.
 
-``eig``/``eigvals`` are absent: their results are complex and ember has no complex dtypes.
+``eig``/``eigvals`` (complex results) are in :mod:`ember.ops.linalg_eig`.
 """
 from __future__ import annotations
 

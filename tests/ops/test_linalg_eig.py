@@ -1,0 +1,89 @@
+"""linalg.eig and linalg.eigvals against PyTorch: complex values and vectors (LAPACK's
+geev on both sides; each vector up to its phase, which LAPACK builds may choose
+differently), gradients for losses that do not depend on the eigenvectors'
+phases, and the errors."""
+import numpy as np
+import pytest
+
+import ember
+
+RNG = np.random.default_rng(11)
+
+
+def _matrix(shape, dtype):
+    a = RNG.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * RNG.standard_normal(shape)
+    return a.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
+@pytest.mark.parametrize("shape", [(4, 4), (2, 3, 3), (1, 1)])
+def test_eig_matches_torch_and_diagonalises(dtype, shape):
+    torch = pytest.importorskip("torch")
+    a = _matrix(shape, dtype)
+    L, V = ember.linalg.eig(ember.from_numpy(a))
+    tL, tV = torch.linalg.eig(torch.from_numpy(a))
+    assert L.dtype.name == str(tL.dtype).split(".")[1] and V.dtype.name == L.dtype.name
+    tol = 1e-4 if np.dtype(dtype).itemsize <= 8 else 1e-10
+    np.testing.assert_allclose(L.numpy(), tL.numpy(), rtol=tol, atol=tol)
+    # each eigenvector up to its phase (LAPACK builds may differ in it)
+    ours, theirs = V.numpy(), tV.numpy()
+    phase = np.sum(np.conj(theirs) * ours, axis=-2, keepdims=True)
+    np.testing.assert_allclose(np.abs(phase), 1, rtol=tol)
+    np.testing.assert_allclose(ours, theirs * phase / np.abs(phase), rtol=tol, atol=tol)
+    np.testing.assert_allclose(a @ V.numpy(), V.numpy() * L.numpy()[..., None, :],
+                               rtol=tol, atol=tol)
+    np.testing.assert_allclose(ember.linalg.eigvals(ember.from_numpy(a)).numpy(), L.numpy())
+
+
+LOSSES = {
+    "values": lambda lib, L, V, W: lib.abs(L * W[..., 0, :]).sum(),
+    "vectors": lambda lib, L, V, W: lib.abs(V * W).sum(),
+    "both": lambda lib, L, V, W: (lib.abs(V) ** 2 * W.real).sum() + (L * L).real.sum(),
+}
+
+
+@pytest.mark.parametrize("loss", list(LOSSES))
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_eig_gradients_match_torch(loss, dtype):
+    torch = pytest.importorskip("torch")
+    a = _matrix((2, 4, 4), dtype)
+    w = _matrix((2, 4, 4), np.complex128)
+    grads = []
+    for lib in (ember, torch):
+        A = lib.from_numpy(a.copy()).requires_grad_()
+        L, V = lib.linalg.eig(A)
+        LOSSES[loss](lib, L, V, lib.from_numpy(w)).backward()
+        grads.append(A.grad.detach().numpy())
+    assert grads[0].dtype == a.dtype
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-8, atol=1e-10)
+
+
+def test_eigvals_gradient_matches_finite_differences():
+    a = _matrix((3, 3), np.float64)
+    w = _matrix((3,), np.complex128)
+
+    def loss(values):
+        L = ember.linalg.eigvals(ember.from_numpy(values))
+        return ember.abs(L * ember.from_numpy(w)).sum()
+    A = ember.from_numpy(a.copy()).requires_grad_()
+    loss_t = ember.abs(ember.linalg.eigvals(A) * ember.from_numpy(w)).sum()
+    loss_t.backward()
+    expected = np.zeros_like(a)
+    h = 1e-6
+    for index in np.ndindex(a.shape):
+        up, down = a.copy(), a.copy()
+        up[index] += h
+        down[index] -= h
+        with ember.no_grad():
+            expected[index] = (float(loss(up)) - float(loss(down))) / (2 * h)
+    np.testing.assert_allclose(A.grad.numpy(), expected, rtol=1e-5, atol=1e-7)
+
+
+def test_eig_errors():
+    with pytest.raises(ember.ShapeError, match="linalg.eig: A must be batches of square"):
+        ember.linalg.eig(ember.ones(2, 3))
+    with pytest.raises(ember.EmberTypeError, match="linalg.eigvals: Expected a floating point "
+                                                   "or complex tensor"):
+        ember.linalg.eigvals(ember.ones(2, 2, dtype=ember.int64))
