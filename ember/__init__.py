@@ -122,6 +122,7 @@ from .rnn_functional import *  # noqa: E402,F401,F403  (torch.lstm, torch.gru_ce
 from .native_ops import *  # noqa: E402,F401,F403  (native_layer_norm, ...)
 from .linalg_legacy import *  # noqa: E402,F401,F403  (triangular_solve, geqrf, ...)
 from .conv_tbc import conv_tbc  # noqa: E402,F401
+from .spectral import istft, stft  # noqa: E402,F401
 from .ops.complex_support import mark_ops as _mark_complex_ops  # noqa: E402
 _mark_complex_ops()  # (every op is registered by now)
 
