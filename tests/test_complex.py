@@ -234,3 +234,58 @@ def test_gradient_errors():
                                       [1 + 2j])
     with pytest.raises(ember.EmberTypeError, match="floating point and complex"):
         ember.tensor([1, 2]).requires_grad_()
+
+
+# More ops: conjugating forms, statistics, norms, fills, random --------------------------
+MORE = {
+    "vdot": lambda lib, a: lib.vdot(a[0], a[1]),
+    "mH": lambda lib, a: a.mH,
+    "H": lambda lib, a: a.H,
+    "adjoint": lambda lib, a: a.adjoint(),
+    "var": lambda lib, a: a.var(1),
+    "std": lambda lib, a: a.std(),
+    "var_mean": lambda lib, a: lib.var_mean(a, 0)[0],
+    "vector_norm": lambda lib, a: lib.linalg.vector_norm(a, 3),
+    "matrix_norm": lambda lib, a: lib.linalg.matrix_norm(a, 1),
+    "fro": lambda lib, a: lib.linalg.norm(a),
+    "masked_fill": lambda lib, a: a.masked_fill(a.real > 0, 1j),
+    "pad": lambda lib, a: lib.nn.functional.pad(a, (1, 2)),
+    "asin": lambda lib, a: a.asin() + a.acos() + a.atan(),
+    "inv": lambda lib, a: lib.linalg.inv(a),
+    "det": lambda lib, a: lib.linalg.det(a),
+    "solve": lambda lib, a: lib.linalg.solve(a, a[:, :1] + 1j),
+}
+
+
+@pytest.mark.parametrize("name", list(MORE))
+def test_more_ops_match_torch(name):
+    torch = pytest.importorskip("torch")
+    a = _complex((3, 3))
+    got, want = MORE[name](ember, ember.from_numpy(a.copy())), MORE[name](
+        torch, torch.from_numpy(a.copy()))
+    assert got.dtype.name == str(want.dtype).split(".")[1]
+    np.testing.assert_allclose(got.numpy(), want.resolve_conj().numpy(), rtol=1e-10,
+                               atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["var", "std", "vector_norm", "fro", "asin", "inv", "det",
+                                  "solve", "mH"])
+def test_more_gradients_match_torch(name):
+    torch = pytest.importorskip("torch")
+    a = _complex((3, 3))
+    grads = []
+    for lib in (ember, torch):
+        z = lib.from_numpy(a.copy()).requires_grad_()
+        out = MORE[name](lib, z)
+        (lib.abs(out) ** 2).sum().backward()
+        grads.append(z.grad.detach().resolve_conj().numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-9, atol=1e-11)
+
+
+def test_complex_randn_has_parts_of_variance_one_half():
+    ember.manual_seed(0)
+    z = ember.randn(20000, dtype=ember.complex64)
+    assert z.dtype is ember.complex64 and tuple(z.shape) == (20000,)
+    parts = ember.view_as_real(z).numpy()
+    np.testing.assert_allclose(parts.var(0), [0.5, 0.5], rtol=0.05)
+    assert abs(parts.mean()) < 0.02

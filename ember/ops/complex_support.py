@@ -282,6 +282,7 @@ LINEAR = ("add", "sub", "neg", "sum", "view", "expand", "permute", "flip", "roll
 # Holomorphic: gradients from the real VJP through conj (see _holomorphic).
 HOLOMORPHIC = ("mul", "div", "exp", "log", "log2", "log10", "log1p", "expm1", "sqrt",
                "rsqrt", "reciprocal", "square", "sin", "cos", "tan", "sinh", "cosh", "tanh",
+               "asin", "acos", "atan",
                "sigmoid", "pow", "matmul", "einsum", "prod", "cumprod", "linalg_solve",
                "linalg_inv", "linalg_det")
 # Forward only (their results are not complex, or their gradient is not written).

@@ -221,11 +221,15 @@ def dot(input, tensor):
 
 
 def vdot(input, other):
-    """The inner product of two 1-D tensors (the same as :func:`dot` for real tensors).
+    """The inner product of two 1-D tensors, the first conjugated where complex (the same
+    as :func:`dot` for real tensors).
 
     >>> ember.vdot(ember.tensor([1.0, 2.0]), ember.tensor([3.0, 4.0]))
     tensor(11.)
     """
+    if getattr(input, "dtype", None) is not None and input.dtype.is_complex:
+        from .complex_support import conj_physical
+        input = conj_physical(input)
     return dot(input, other)
 
 

@@ -33,9 +33,9 @@ def _float_input(name, A, dtype):
         raise EmberTypeError(f"{name}: expected a Tensor, got {type(A).__name__}")
     if dtype is not None:
         A = ew.cast(A, dt.as_dtype(dtype))
-    if not A.dtype.is_floating_point:
-        raise EmberTypeError(f"{name}: Expected a floating point tensor as input. Got "
-                             f"{A.dtype.name}")
+    if not A.dtype.differentiable:
+        raise EmberTypeError(f"{name}: Expected a floating point or complex tensor as "
+                             f"input. Got {A.dtype.name}")
     return A
 
 
@@ -49,6 +49,8 @@ def vector_norm(x, ord: float = 2, dim=None, keepdim: bool = False, *, dtype=Non
     tensor(5.)
     """
     x = _float_input("linalg.vector_norm", x, dtype)
+    if x.dtype.is_complex:
+        x = ew.abs(x)  # (the norm of the moduli)
     if isinstance(ord, str):
         raise EmberError(f"linalg.vector_norm: ord must be a number, got {ord!r}")
     if ord < 0 and x.numel() == 0:
@@ -78,6 +80,8 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None
     """
     A = _float_input("linalg.matrix_norm", A, dtype)
     d0, d1 = _matrix_dims("linalg.matrix_norm", A, tuple(dim))
+    if A.dtype.is_complex and ord in ("fro", 1, -1, math.inf, -math.inf):
+        A = ew.abs(A)  # (these norms read only the moduli)
     if ord == "fro":
         return _reduce_norm(A, 2.0, (d0, d1), keepdim)
     if ord in ("nuc", 2, -2):

@@ -95,22 +95,26 @@ def get_device(self) -> int:
 
 
 def _m_h(self):
-    """The last two dims swapped (ember's dtypes are real, so no conjugation); for
-    matrices or batches of matrices."""
+    """The last two dims swapped, conjugated where complex; for matrices or batches of
+    matrices."""
     if self.ndim < 2:
         raise EmberError(f"mH: tensor.mH is only supported on matrices or batches of "
                          f"matrices. Got {self.ndim}-D tensor.")
-    return sh.transpose(self, -2, -1)
+    return sh.adjoint(self)
 
 
 def _h(self):
-    """The transpose of a matrix (ember's dtypes are real, so no conjugation); a 0-d
-    tensor is returned as a view of itself."""
+    """The conjugate transpose of a matrix (the transpose of a real one); a 0-d tensor is
+    returned as a view of itself (conjugated where complex)."""
     if self.ndim not in (0, 2):
         hint = ". For batches of matrices, consider using tensor.mH" if self.ndim > 2 else ""
         raise EmberError(f"H: tensor.H is only supported on matrices (2-D tensors). Got "
                          f"{self.ndim}-D tensor{hint}")
-    return sh.t(self)
+    out = sh.t(self)
+    if out.dtype.is_complex:
+        from .complex_support import conj_physical
+        out = conj_physical(out)
+    return out
 
 
 def _layout(self) -> layout:

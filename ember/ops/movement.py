@@ -164,7 +164,7 @@ def pad(input, pad, mode: str = "constant", value: float | None = None):
                                  f"{d} of input {list(shape)}")
         value = 0 if value is None else value
         dtype = input.dtype
-        if not dtype.is_floating_point and dtype.name != "bool":
+        if not dtype.differentiable and dtype.name != "bool":
             info = np.iinfo(dtype.np)
             if not info.min <= value <= info.max:
                 raise EmberError(f"pad: value {value} cannot be converted to type "

@@ -206,6 +206,15 @@ def randn(*sizes, size=None, generator=None, dtype=None, device=None,
     >>> ember.randn(2, 3).shape
     ember.Size([2, 3])
     """
+    dtype = _dtype("randn", dtype)
+    if dtype.is_complex:  # real and imaginary parts each of variance 1/2, as in PyTorch
+        shape = _size(sizes, "randn", size)
+        dev = _dev(device, "randn")
+        real = dtype.to_real()
+        arr = draw(generator, shape, dtype.np, lambda rng: (rng.standard_normal(
+            shape + (2,), _draw_dtype(real)) * np.sqrt(0.5)).astype(real.np).view(
+            dtype.np)[..., 0], dev)
+        return _new("randn", arr, dtype, dev, requires_grad)
     dtype = _float_dtype("randn", dtype)
     shape = _size(sizes, "randn", size)
     dev = _dev(device, "randn")

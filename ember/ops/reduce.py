@@ -212,7 +212,7 @@ def _var_args(op, input, dim, unbiased, correction):
         raise EmberError(f"{op}(): cannot specify both 'unbiased' and 'correction'")
     if correction is None:
         correction = 0 if unbiased is False else 1
-    if not input.dtype.is_floating_point:
+    if not input.dtype.differentiable:
         raise EmberTypeError(f"{op}(): std and var only support floating point dtypes, got "
                              f"{input.dtype.name}")
     return reduce_dims(input, dim, op), correction
@@ -226,6 +226,10 @@ def var(input, dim=None, unbiased: bool | None = None, keepdim: bool = False, *,
     >>> ember.tensor([1.0, 2.0, 3.0, 4.0]).var()
     tensor(1.6667)
     """
+    if input.dtype.is_complex:  # the spread of the real parts plus that of the imaginary
+        from .complex_support import imag, real
+        return ew.add(var(real(input), dim, unbiased, keepdim, correction=correction),
+                      var(imag(input), dim, unbiased, keepdim, correction=correction))
     dims, correction = _var_args("var", input, dim, unbiased, correction)
     return apply(_VAR, input, dims=dims, correction=correction, keepdim=keepdim)
 
@@ -250,6 +254,8 @@ def std(input, dim=None, unbiased: bool | None = None, keepdim: bool = False, *,
     >>> ember.tensor([1.0, 2.0, 3.0, 4.0]).std(correction=0)
     tensor(1.1180)
     """
+    if input.dtype.is_complex:
+        return ew.sqrt(var(input, dim, unbiased, keepdim, correction=correction))
     dims, correction = _var_args("std", input, dim, unbiased, correction)
     return apply(_STD, input, dims=dims, correction=correction, keepdim=keepdim)
 
@@ -262,7 +268,7 @@ def var_mean(input, dim=None, unbiased: bool | None = None, keepdim: bool = Fals
     (tensor(2.), tensor(2.))
     """
     dims, correction = _var_args("var_mean", input, dim, unbiased, correction)
-    return (apply(_VAR, input, dims=dims, correction=correction, keepdim=keepdim),
+    return (var(input, dims, keepdim=keepdim, correction=correction),
             mean(input, dims, keepdim))
 
 
@@ -274,7 +280,7 @@ def std_mean(input, dim=None, unbiased: bool | None = None, keepdim: bool = Fals
     (tensor(1.4142), tensor(2.))
     """
     dims, correction = _var_args("std_mean", input, dim, unbiased, correction)
-    return (apply(_STD, input, dims=dims, correction=correction, keepdim=keepdim),
+    return (std(input, dims, keepdim=keepdim, correction=correction),
             mean(input, dims, keepdim))
 
 

@@ -83,7 +83,8 @@ def _fill_value(op, value, input):
             raise EmberError(f"{op}: only supports a 0-dimensional value tensor, but got a "
                              f"tensor with {value.ndim} dimension(s)")
         return value if value.dtype is input.dtype else value.to(input.dtype)
-    if not isinstance(value, (numbers.Number, np.bool_)) or isinstance(value, complex):
+    if not isinstance(value, (numbers.Number, np.bool_)) or \
+            (isinstance(value, complex) and not input.dtype.is_complex):
         raise EmberTypeError(f"{op}: expected value to be a number or a 0-d Tensor, got "
                              f"{type(value).__name__}")
     return scalar_tensor(value, input.dtype, input.device)

@@ -262,7 +262,12 @@ def t(input):
 
 
 def adjoint(input):
-    return transpose(input, -2, -1)
+    """The last two dims swapped, conjugated where complex (``mH``)."""
+    out = transpose(input, -2, -1)
+    if out.dtype.is_complex:
+        from .complex_support import conj_physical
+        out = conj_physical(out)
+    return out
 
 
 def movedim(input, source, destination):
