@@ -32,7 +32,7 @@ from .ops.complex_support import conj_physical
 from .ops.creation import _dtype, _new
 from .ops.fft_ops import NORMS, _ADJOINT_NORM, fft_c2c, fft_c2r, fft_r2c
 from .ops.movement import _CONSTANT_PAD, roll
-from .ops.registry import apply
+from .ops.registry import apply, autocast_inputs
 from .ops.shape import clone, wrap_dim
 from .tensor import Tensor
 
@@ -73,6 +73,7 @@ def _input(name: str, input, *, real: bool = False) -> Tensor:
     if not isinstance(input, Tensor):
         raise EmberTypeError(f"{name}: expected a Tensor as input, got "
                              f"{type(input).__name__}")
+    (input,) = autocast_inputs("fft", input)  # (float32 under autocast, as in PyTorch)
     dtype = input.dtype
     if dtype.is_complex:
         if real:

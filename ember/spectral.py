@@ -16,7 +16,7 @@ from .ops import registry
 from .ops.complex_support import view_as_real
 from .ops.creation import ones, tensor, zeros
 from .ops.movement import _CONSTANT_PAD, _pad_index
-from .ops.registry import apply
+from .ops.registry import apply, autocast_inputs
 from .ops.selection import index_add, index_select
 from .tensor import Tensor
 
@@ -129,6 +129,7 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     if not isinstance(input, Tensor):
         raise EmberTypeError(f"{name}: expected a Tensor as input, got "
                              f"{type(input).__name__}")
+    input, window = autocast_inputs(name, input, window)
     if input.ndim not in (1, 2):
         raise ShapeError(f"{name}: expected a 1D or 2D tensor, got shape "
                          f"{tuple(input.shape)}")
@@ -218,6 +219,7 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
         raise EmberTypeError(f"{name} requires a complex-valued input tensor matching the "
                              f"output from stft with return_complex=True (got "
                              f"{input.dtype.name})")
+    input, window = autocast_inputs(name, input, window)
     if input.ndim not in (2, 3):
         raise ShapeError(f"{name}: expected a tensor with 2 or 3 dimensions (B?, N, T), "
                          f"but got shape {tuple(input.shape)}")

@@ -179,6 +179,21 @@ def test_out_argument():
         ember.fft.rfft(ember.tensor(x), out=ember.empty(2, 4))
 
 
+@needs_torch
+def test_autocast_runs_the_transforms_in_float32():
+    a = np.random.default_rng(6).standard_normal((4, 8)).astype(np.float32)
+    with ember.autocast("cpu", dtype=ember.bfloat16):
+        low = ember.tensor(a) @ ember.tensor(a).T
+        got = [ember.fft.fft(low), ember.fft.irfft(low)]
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        low_t = torch.tensor(a) @ torch.tensor(a).T
+        want = [torch.fft.fft(low_t), torch.fft.irfft(low_t)]
+    for g, w in zip(got, want):
+        _close(g.numpy(), _t2n(w), 2e-5, "autocast")
+    with pytest.raises(ember.EmberTypeError, match="Unsupported dtype bfloat16"):
+        ember.fft.fft(low)
+
+
 # Without PyTorch -----------------------------------------------------------------------
 def test_finite_differences():
     """Gradients of a real loss of irfftn (cropping, odd n) and of hfft (padding) of a

@@ -31,6 +31,7 @@ _FLOAT32_OPS = (
     "kl_div", "poisson_nll_loss", "hinge_embedding_loss", "soft_margin_loss",
     "margin_ranking_loss", "triplet_margin_loss", "cosine_embedding_loss", "ctc_loss",
     "grid_sample",
+    "fft", "stft", "istft",  # (every ember.fft transform goes by "fft")
 )
 
 _PROMOTE_OPS = ("cat", "stack", "index_copy")
