@@ -30,6 +30,9 @@ _DTYPE_PRECISIONS = {
     dt.bfloat16: (1.6e-2, 1e-5),
     dt.float32: (1.3e-6, 1e-5),
     dt.float64: (1e-7, 1e-7),
+    dt.complex64: (1.3e-6, 1e-5),
+    dt.complex128: (1e-7, 1e-7),
+    "complex128": (1e-7, 1e-7),  # (a Python complex number's)
 }
 
 
@@ -116,9 +119,9 @@ def _compare_arrays(a: np.ndarray, e: np.ndarray, rtol, atol, equal_nan,
 
 
 def _python(x: np.ndarray, floating: bool):
-    """The value of a 0-d array as a Python bool, int or float."""
+    """The value of a 0-d array as a Python bool, int, float or complex."""
     if floating:
-        return float(x)
+        return complex(x) if x.dtype.kind == "c" else float(x)
     return bool(x) if x.dtype.kind == "b" else int(x)
 
 
@@ -179,7 +182,7 @@ def _compare_tensors(actual, expected, rtol, atol, equal_nan, check_device, chec
     if actual.dtype is not expected.dtype:
         common = dt.promote_types(actual.dtype, expected.dtype)
         a, e = a.astype(common.np), e.astype(common.np)
-    _compare_arrays(a, e, rtol, atol, equal_nan, common.is_floating_point)
+    _compare_arrays(a, e, rtol, atol, equal_nan, common.differentiable)
 
 
 def _is_number(x) -> bool:

@@ -289,3 +289,15 @@ def test_complex_randn_has_parts_of_variance_one_half():
     parts = ember.view_as_real(z).numpy()
     np.testing.assert_allclose(parts.var(0), [0.5, 0.5], rtol=0.05)
     assert abs(parts.mean()) < 0.02
+
+
+def test_assert_close_compares_complex_tensors_with_tolerances():
+    torch = pytest.importorskip("torch")
+    a = ember.tensor([1 + 2j, 3j])
+    ember.testing.assert_close(a, a + 1e-7j)  # within complex64's tolerances
+    messages = []
+    for lib, x in ((ember, a), (torch, torch.from_numpy(a.numpy()))):
+        with pytest.raises(AssertionError) as info:
+            lib.testing.assert_close(x, x + 1e-3j)
+        messages.append(str(info.value).splitlines()[:4])
+    assert messages[0] == messages[1]
