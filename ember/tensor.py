@@ -427,7 +427,14 @@ class Tensor:
             out = to_device(out, dev)
         if dtype is not None and dtype is not out._dtype:
             from .ops.elementwise import cast
-            out = cast(out, dtype)
+            if out._dtype.is_complex and not _dt.as_dtype(dtype).is_complex:
+                import warnings
+                from .ops.complex_support import real
+                warnings.warn("Casting complex values to real discards the imaginary part",
+                              UserWarning, stacklevel=2)
+                out = real(out)
+            if dtype is not out._dtype:
+                out = cast(out, dtype)
         if copy and out is self:
             out = self.clone()
         fmt = kwargs.get("memory_format")

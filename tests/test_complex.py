@@ -301,3 +301,44 @@ def test_assert_close_compares_complex_tensors_with_tolerances():
             lib.testing.assert_close(x, x + 1e-3j)
         messages.append(str(info.value).splitlines()[:4])
     assert messages[0] == messages[1]
+
+
+def _factor(lib, a):
+    lower = a.tril(-1)
+    return lower + lib.diag(lib.abs(a.diagonal()) + 1).to(a.dtype)
+
+
+COMPOSITES = {
+    "vecdot": lambda lib, a, t: lib.linalg.vecdot(a, a.flip(0)),
+    "householder": lambda lib, a, t: lib.linalg.householder_product(a[:, :2], t),
+    # (a Cholesky factor has a real positive diagonal; LAPACK's potri assumes one)
+    "cholesky_solve": lambda lib, a, t: lib.cholesky_solve(a[:, :2], _factor(lib, a)),
+    "cholesky_solve_upper": lambda lib, a, t: lib.cholesky_solve(
+        a[:, :2], _factor(lib, a).mH, True),
+    "cholesky_inverse": lambda lib, a, t: lib.cholesky_inverse(_factor(lib, a)),
+    "isreal": lambda lib, a, t: lib.isreal(lib.where(a.real > 0, a.real.to(a.dtype), a)),
+    "solve_triangular": lambda lib, a, t: lib.linalg.solve_triangular(a.triu(), a,
+                                                                      upper=True),
+    "multi_dot": lambda lib, a, t: lib.linalg.multi_dot([a, a.mH, a]),
+    "kron_trace": lambda lib, a, t: lib.kron(a, a).trace(),
+}
+
+
+@pytest.mark.parametrize("name", list(COMPOSITES))
+def test_composites_conjugate_where_torch_does(name):
+    torch = pytest.importorskip("torch")
+    a, t = _complex((3, 3)), _complex((2,))
+    got = COMPOSITES[name](ember, ember.from_numpy(a), ember.from_numpy(t))
+    want = COMPOSITES[name](torch, torch.from_numpy(a), torch.from_numpy(t))
+    np.testing.assert_allclose(got.numpy(), want.resolve_conj().numpy(), rtol=1e-9,
+                               atol=1e-12)
+
+
+def test_converting_to_real_warns_and_an_op_never_drops_imaginary_parts_silently():
+    z = ember.tensor([1 + 2j, -3j])
+    with pytest.warns(UserWarning, match="discards the imaginary part"):
+        x = z.to(ember.float64)
+    assert x.dtype is ember.float64 and x.tolist() == [1.0, 0.0]
+    with pytest.raises(ember.EmberTypeError, match="complex64 tensor to float32 would "
+                                                   "discard the imaginary parts"):
+        ember.logsumexp(z, 0)  # (an op for real numbers only, which casts its input)

@@ -60,5 +60,5 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
         return where(ones_on_diagonal.bool() | True, Q, A)
     for i in range(k - 1, -1, -1):  # H_1 (H_2 (... (H_k I)))
         v = V[..., :, i:i + 1]
-        Q = Q - (tau[..., i:i + 1].unsqueeze(-1) * v) * matmul(v.mT, Q)
+        Q = Q - (tau[..., i:i + 1].unsqueeze(-1) * v) * matmul(v.mH, Q)  # (mH: v^T if real)
     return Q

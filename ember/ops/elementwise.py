@@ -98,8 +98,16 @@ _CAST = register("cast", lambda xp, a, dtype: a.astype(dtype.np),
 
 
 def cast(input, dtype):
-    """``input`` converted to ``dtype`` (a new tensor; differentiable between floats)."""
-    return apply(_CAST, input, dtype=dt.as_dtype(dtype))
+    """``input`` converted to ``dtype`` (a new tensor; differentiable between floats and
+    complex dtypes). A complex tensor is never cast to a real dtype here: that would
+    drop the imaginary parts (``Tensor.to`` does it, warning, as PyTorch does)."""
+    dtype = dt.as_dtype(dtype)
+    if input.dtype.is_complex and not dtype.is_complex:
+        raise EmberTypeError(f"cast: converting a {input.dtype.name} tensor to {dtype.name} "
+                             "would discard the imaginary parts; an op that takes real "
+                             "numbers only was given complex ones. Take .real, .abs() or "
+                             ".angle() first, or Tensor.to() (which warns)")
+    return apply(_CAST, input, dtype=dtype)
 
 
 # arithmetic ---------------------------------------------------------------------------

@@ -252,6 +252,9 @@ def vecdot(x, y, *, dim: int = -1):
     >>> ember.linalg.vecdot(ember.tensor([1.0, 2.0]), ember.tensor([3.0, 4.0]))
     tensor(11.)
     """
+    if x.dtype.is_complex:  # (the first conjugated, as in PyTorch)
+        from .complex_support import conj_physical
+        x = conj_physical(x)
     return sum(x * y, dim)
 
 

@@ -71,7 +71,7 @@ def cholesky_solve(B, L, upper: bool = False):
     batch = _batch("cholesky_solve", tuple(L.shape[:-2]), tuple(B.shape[:-2]))
     T = expand(_triangle_valued(L, upper), batch + (n, n))
     B = expand(B, batch + tuple(B.shape[-2:]))
-    first, second = (T.mT, T) if upper else (T, T.mT)
+    first, second = (T.mH, T) if upper else (T, T.mH)  # (mH: the transpose of real ones)
     return solve(second, solve(first, B))
 
 

@@ -58,7 +58,14 @@ signbit = _predicate("signbit", lambda xp, a: xp.signbit(a), 1,
 
 
 def isreal(input):
-    """True everywhere: ember has no complex dtypes."""
+    """Where each element is real: its imaginary part is 0 (everywhere for a real tensor).
+
+    >>> ember.isreal(ember.tensor([1 + 0j, 2j]))
+    tensor([ True, False])
+    """
+    if input.dtype.is_complex:
+        from .complex_support import imag
+        return imag(input) == 0
     from .creation import ones_like
     return ones_like(input, dtype=dt.bool)
 
