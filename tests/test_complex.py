@@ -342,3 +342,38 @@ def test_converting_to_real_warns_and_an_op_never_drops_imaginary_parts_silently
     with pytest.raises(ember.EmberTypeError, match="complex64 tensor to float32 would "
                                                    "discard the imaginary parts"):
         ember.logsumexp(z, 0)  # (an op for real numbers only, which casts its input)
+
+
+_IDX = np.array([[0, 1, 1, 3]] * 4)
+STRUCTURAL = {
+    "gather": lambda lib, z: z.gather(1, lib.from_numpy(_IDX)),
+    "take": lambda lib, z: lib.take(z, lib.tensor([0, 5, 5])),
+    "unfold": lambda lib, z: z.unfold(1, 2, 1),
+    "scatter": lambda lib, z: z.scatter(1, lib.from_numpy(_IDX[:, :2]), z[:, :2]),
+    "scatter_add": lambda lib, z: z.scatter_add(1, lib.from_numpy(_IDX[:, :2]), z[:, :2]),
+    "masked_scatter": lambda lib, z: z.masked_scatter(z.real > 0, z * 2),
+    "index_fill": lambda lib, z: z.index_fill(0, lib.tensor([1]), 2j),
+    "index_copy": lambda lib, z: z.index_copy(0, lib.tensor([1, 0]), z[2:]),
+    "index_put": lambda lib, z: z.index_put((lib.tensor([0, 2]),), z[1:3] * 2),
+    "setitem": lambda lib, z: (lambda c: (c.__setitem__(slice(0, 2), z[2:] * 3), c)[1])(
+        z.clone()),
+    "as_strided": lambda lib, z: z.as_strided((3, 3), (1, 1)),
+    "pad_repeat": lambda lib, z: lib.nn.functional.pad(z, (1, 2, 0, 1)).repeat(2, 1),
+    "diag": lambda lib, z: lib.diag_embed(z.diagonal(1)),
+    "cumprod": lambda lib, z: z.cumprod(1) + z.prod(0),
+}
+
+
+@pytest.mark.parametrize("name", list(STRUCTURAL))
+def test_structural_ops_values_and_gradients_match_torch(name):
+    torch = pytest.importorskip("torch")
+    a = _complex((4, 4))
+    results = []
+    for lib in (ember, torch):
+        z = lib.from_numpy(a.copy()).requires_grad_()
+        out = STRUCTURAL[name](lib, z)
+        (lib.abs(out) ** 2).sum().backward()
+        results.append((out.detach().resolve_conj().numpy(),
+                        z.grad.detach().resolve_conj().numpy()))
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12)

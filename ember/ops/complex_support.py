@@ -278,7 +278,9 @@ LINEAR = ("add", "sub", "neg", "sum", "view", "expand", "permute", "flip", "roll
           "stack", "index", "index_view", "index_select", "index_backward", "clone",
           "diagonal", "diag_embed", "tril", "triu", "where", "masked_fill",
           "constant_pad_nd", "repeat", "to_device", "cumsum", "take", "gather", "unfold",
-          "view_scatter", "index_put", "index_add")
+          "view_scatter", "index_put", "index_add", "unfold_backward", "scatter",
+          "scatter_add", "masked_scatter", "index_fill", "index_copy", "as_strided",
+          "as_strided_backward", "as_strided_gather")
 # Holomorphic: gradients from the real VJP through conj (see _holomorphic).
 HOLOMORPHIC = ("mul", "div", "exp", "log", "log2", "log10", "log1p", "expm1", "sqrt",
                "rsqrt", "reciprocal", "square", "sin", "cos", "tan", "sinh", "cosh", "tanh",

@@ -155,7 +155,12 @@ def _as_strided_backward_forward(xp, g, in_shape, size, stride, offset, in_strid
     shared evenly by the input elements at that location."""
     o_in, o_out, span, count = _geometry(xp, in_shape, dict(
         size=size, stride=stride, offset=offset, in_strides=in_strides))
-    acc = xp.bincount(o_out, weights=g.reshape(-1).astype(np.float64), minlength=span)
+    flat = g.reshape(-1)
+    if flat.dtype.kind == "c":  # (bincount weighs by real numbers: each part on its own)
+        acc = xp.bincount(o_out, weights=flat.real.astype(np.float64), minlength=span) + \
+            1j * xp.bincount(o_out, weights=flat.imag.astype(np.float64), minlength=span)
+    else:
+        acc = xp.bincount(o_out, weights=flat.astype(np.float64), minlength=span)
     out = acc[o_in] / xp.maximum(count[o_in], 1)
     return out.reshape(in_shape).astype(g.dtype, copy=False)
 
