@@ -261,12 +261,20 @@ def _complex_error(op, inputs) -> EmberTypeError:
                           "ember/ops/complex_support.py")
 
 
+def _complex_grad_error(op) -> EmberTypeError:
+    return EmberTypeError(f"{op.name}: the gradient for complex tensors is not implemented; "
+                          "compute it under ember.no_grad() or detach the complex tensors")
+
+
 def _record(op, inputs, params, results, out_data):
-    if op.complex != COMPLEX_GRAD and any(t is not None and t._dtype.is_complex
-                                          for t in inputs + results):
-        raise EmberTypeError(f"{op.name}: the gradient for complex tensors is not "
-                             "implemented; compute it under ember.no_grad() or detach "
-                             "the complex tensors")
+    if op.complex != COMPLEX_GRAD:  # (an op without complex inputs may still make them)
+        for t in results:
+            if t is not None and t._dtype.is_complex:
+                raise _complex_grad_error(op)
+        if op.complex == COMPLEX_FORWARD:
+            for t in inputs:
+                if t._dtype.is_complex:
+                    raise _complex_grad_error(op)
     edges = tuple(edge_of(t) for t in inputs)
     if op.n_outputs == 1 and out_data is not None:
         out_data = (out_data,)
