@@ -288,7 +288,7 @@ HOLOMORPHIC = ("mul", "div", "exp", "log", "log2", "log10", "log1p", "expm1", "s
                "sigmoid", "pow", "matmul", "einsum", "prod", "cumprod", "linalg_solve",
                "linalg_inv", "linalg_det")
 # Forward only (their results are not complex, or their gradient is not written).
-FORWARD = ("eq", "ne", "isnan", "isinf", "isfinite", "cast", "any", "all",
+FORWARD = ("eq", "ne", "isnan", "isinf", "isfinite", "any", "all",
            "count_nonzero", "nonzero", "masked_select")
 
 
