@@ -97,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _kernels(args: argparse.Namespace) -> int:
     from .backends import cpu_kernels
     done = cpu_kernels.build()
-    print(f"ember kernels: {done['kernels']} hand-written kernels in {done['directory']}: "
+    print(f"ember kernels: {done['kernels']} kernels in {done['directory']}: "
           f"{done['compiled']} compiled now, in {done['seconds']:.1f} s")
     return 0
 

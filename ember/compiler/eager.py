@@ -68,6 +68,9 @@ class EagerKernel:
             entry = self.entries.get(key)
         except TypeError:  # an unhashable argument
             return forward(xp, *arrays, **params)
+        if entry is None and _collected is not None:  # (``ember kernels`` is gathering)
+            _collected.extend(self._sources(arrays, params))
+            return forward(xp, *arrays, **params)
         if entry is None:  # built at the first call: every call then runs the same code
             entry = self.entries[key] = self._build(arrays, params)
             if len(self.entries) > MAX_ENTRIES:
@@ -82,31 +85,53 @@ class EagerKernel:
                 outputs[i] = o.copy()
         return outputs[0] if self.op.n_outputs == 1 else tuple(outputs)
 
-    def _build(self, arrays, params):
-        """An executor running the op as fused kernels, or ``_DECLINED``."""
+    def _lowered(self, arrays, params):
+        """The op as a one-instruction graph lowered to fused kernels, or None where it
+        does not lower to kernels alone (or the C backend is not in use)."""
         from . import codegen
         from .passes import optimize
         from .passes.cse import eliminate_common_subexpressions
         from .passes.dce import eliminate_dead_code
         from .passes.decompose import decompose_composites
         from .passes.fuse import fuse_elementwise
+        if codegen.backend_name() != "c":
+            return None
+        graph = Graph()
+        values = [Value(a.shape, as_dtype(a.dtype)) for a in arrays]
+        graph.inputs = [Input("arg", i, v) for i, v in enumerate(values)]
+        out = registry.infer(self.op, *[AbstractValue(v.shape, v.dtype) for v in values],
+                             **params)
+        outs = out if self.op.n_outputs != 1 else (out,)
+        instr = Instr(self.op, values, params, [(o.shape, o.dtype) for o in outs])
+        graph.instrs = [instr]
+        graph.outputs = list(instr.outputs)
+        graph = optimize(graph, (decompose_composites, eliminate_common_subexpressions,
+                                 eliminate_dead_code, fuse_elementwise))
+        if not any(isinstance(ins.op, FusedKernel) for ins in graph.instrs) or \
+                any(ins.op is self.op for ins in graph.instrs):
+            return None
+        return graph
+
+    def _sources(self, arrays, params) -> list:
+        """``(name, C source)`` of the kernels :meth:`_build` would compile."""
+        from .codegen import build
+        from .codegen.c import render
+        try:
+            graph = self._lowered(arrays, params)
+        except EmberError:
+            return []
+        if graph is None:
+            return []
+        offset = build.array_data_offset()
+        return [(ins.op.name, render(ins.op, offset)) for ins in graph.instrs
+                if isinstance(ins.op, FusedKernel)]
+
+    def _build(self, arrays, params):
+        """An executor running the op as fused kernels, or ``_DECLINED``."""
         from .runtime import NumpyExecutor
         try:
-            if codegen.backend_name() != "c":
-                return _DECLINED
-            graph = Graph()
-            values = [Value(a.shape, as_dtype(a.dtype)) for a in arrays]
-            graph.inputs = [Input("arg", i, v) for i, v in enumerate(values)]
-            out = registry.infer(self.op, *[AbstractValue(v.shape, v.dtype) for v in values],
-                                 **params)
-            outs = out if self.op.n_outputs != 1 else (out,)
-            instr = Instr(self.op, values, params, [(o.shape, o.dtype) for o in outs])
-            graph.instrs = [instr]
-            graph.outputs = list(instr.outputs)
-            graph = optimize(graph, (decompose_composites, eliminate_common_subexpressions,
-                                     eliminate_dead_code, fuse_elementwise))
-            if not any(isinstance(ins.op, FusedKernel) for ins in graph.instrs) or \
-                    any(ins.op is self.op for ins in graph.instrs):
+            graph = self._lowered(arrays, params)
+            if graph is None:
                 return _DECLINED
             executor = NumpyExecutor(graph, compile_now=True)
             if any(isinstance(ins.op, FusedKernel) and ins.op.backend != "c"
@@ -115,6 +140,31 @@ class EagerKernel:
             return executor
         except EmberError:  # no usable compiler, a kernel it rejected: stay on NumPy
             return _DECLINED
+
+
+_collected = None  # a list while kernel_sources() gathers instead of compiling
+
+
+def kernel_sources(run) -> list:
+    """``(name, C source)`` of the eager kernels ``run()`` (eager code) would compile at
+    the first call of each op and shape, gathered without compiling (the ops run their
+    NumPy forwards meanwhile): for ``ember kernels`` to build ahead of time."""
+    global _collected
+    _collected = found = []
+    try:
+        run()
+    finally:
+        _collected = None
+    return _unique(found)
+
+
+def _unique(pairs) -> list:
+    seen, out = set(), []
+    for name, source in pairs:
+        if source not in seen:
+            seen.add(source)
+            out.append((name, source))
+    return out
 
 
 def accelerate(ops=None) -> None:
