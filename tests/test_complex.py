@@ -377,3 +377,33 @@ def test_structural_ops_values_and_gradients_match_torch(name):
                         z.grad.detach().resolve_conj().numpy()))
     for ours, theirs in zip(*results):
         np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12)
+
+
+def _rope(lib, xq, xk, dim, end):
+    """Rotary embeddings as LLaMA's reference code writes them, through complex numbers."""
+    freqs = 1.0 / (10000.0 ** (lib.arange(0, dim, 2)[: (dim // 2)].float() / dim))
+    freqs = lib.outer(lib.arange(end).float(), freqs)
+    freqs_cis = lib.polar(lib.ones_like(freqs), freqs)
+    xq_ = lib.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
+    xk_ = lib.view_as_complex(xk.float().reshape(*xk.shape[:-1], -1, 2))
+    shape = [d if i == 1 or i == xq_.ndim - 1 else 1 for i, d in enumerate(xq_.shape)]
+    freqs_cis = freqs_cis.view(*shape)
+    return (lib.view_as_real(xq_ * freqs_cis).flatten(3).type_as(xq),
+            lib.view_as_real(xk_ * freqs_cis).flatten(3).type_as(xk))
+
+
+def test_rotary_embeddings_through_complex_numbers_match_torch():
+    torch = pytest.importorskip("torch")
+    q0 = RNG.standard_normal((2, 16, 4, 32)).astype(np.float32)
+    k0 = RNG.standard_normal((2, 16, 4, 32)).astype(np.float32)
+    results = []
+    for lib in (ember, torch):
+        q, k = (lib.from_numpy(v.copy()).requires_grad_() for v in (q0, k0))
+        a, b = _rope(lib, q, k, 32, 16)
+        ((a * b).sum() + a.pow(2).sum()).backward()
+        results.append((a.detach().numpy(), q.grad.numpy(), k.grad.numpy()))
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)
+    compiled = ember.jit(lambda q, k: _rope(ember, q, k, 32, 16)[0])
+    np.testing.assert_allclose(compiled(ember.from_numpy(q0), ember.from_numpy(k0)).numpy(),
+                               results[0][0], rtol=1e-6, atol=1e-6)
