@@ -287,6 +287,8 @@ HOLOMORPHIC = ("mul", "div", "exp", "log", "log2", "log10", "log1p", "expm1", "s
                "asin", "acos", "atan",
                "sigmoid", "pow", "matmul", "einsum", "prod", "cumprod", "linalg_solve",
                "linalg_inv", "linalg_det")
+# Their own VJPs conjugate where complex (written with mH).
+CONJUGATING = ("linalg_eigh", "linalg_cholesky")
 # Forward only (their results are not complex, or their gradient is not written).
 FORWARD = ("eq", "ne", "isnan", "isinf", "isfinite", "any", "all",
            "count_nonzero", "nonzero", "masked_select")
@@ -307,10 +309,11 @@ def mark_ops() -> None:
     """Let the ops listed above take complex tensors (``import ember`` calls it, once
     every op is registered; a listed name that is not is an error here, not a silent
     gap)."""
-    missing = [name for name in LINEAR + HOLOMORPHIC + FORWARD if name not in OPS]
+    missing = [name for name in LINEAR + HOLOMORPHIC + CONJUGATING + FORWARD
+               if name not in OPS]
     if missing:
         raise RuntimeError(f"complex_support: no registry ops named {missing}")
-    for name in LINEAR:
+    for name in LINEAR + CONJUGATING:
         OPS[name].complex = COMPLEX_GRAD
     for name in HOLOMORPHIC:
         op = OPS[name]

@@ -232,11 +232,11 @@ def _cholesky_vjp(n, g):
     diagonal (PyTorch's formula, which reads only the lower triangle)."""
     from .movement import tril
     L = n.output(0)
-    phi = tril(matmul(L.mT, g))
+    phi = tril(matmul(L.mH, g))  # (mH: the transpose, conjugated where complex)
     phi = phi - 0.5 * ew.where(_eye_mask(L.shape[-1], L), phi, 0.0)
     L_inv = inv(L)
-    gA = matmul(matmul(L_inv.mT, phi), L_inv)
-    return 0.5 * (gA + gA.mT)
+    gA = matmul(matmul(L_inv.mH, phi), L_inv)
+    return 0.5 * (gA + gA.mH)
 
 
 _CHOLESKY = register("linalg_cholesky", _cholesky_forward, _cholesky_vjp, saves_inputs=False,
@@ -255,7 +255,7 @@ def cholesky(A, *, upper: bool = False):
     """
     check_matrices("linalg.cholesky", A)
     L = apply(_CHOLESKY, A)
-    return L.mT if upper else L
+    return L.mH if upper else L
 
 
 # qr ----------------------------------------------------------------------------------------
@@ -438,7 +438,8 @@ def svdvals(A, *, driver=None):
 # eigh --------------------------------------------------------------------------------------
 def _eigh_forward(xp, a, UPLO):
     w, v = _lapack("linalg.eigh", lambda x: xp.linalg.eigh(x, UPLO=UPLO), a)
-    return w.astype(a.dtype, copy=False), v.astype(a.dtype, copy=False)
+    real = dt.as_dtype(a.dtype).to_real().np  # (the eigenvalues of a Hermitian matrix)
+    return w.astype(real, copy=False), v.astype(a.dtype, copy=False)
 
 
 def _eigh_vjp(n, g):
@@ -449,19 +450,24 @@ def _eigh_vjp(n, g):
     if gV is None:
         if gL is None:
             return None
-        return matmul(V * unsqueeze(gL, -2), V.mT)
+        return matmul(V * unsqueeze(_like(gL, V), -2), V.mH)
     eye = _eye_mask(L.shape[-1], L)
-    VhgV = matmul(V.mT, gV)
-    VhgV = 0.5 * (VhgV - VhgV.mT)
+    VhgV = matmul(V.mH, gV)  # (mH: the transpose, conjugated where complex)
+    VhgV = 0.5 * (VhgV - VhgV.mH)
     E = ew.where(eye, 1.0, unsqueeze(L, -2) - unsqueeze(L, -1))
-    inner = VhgV / E
-    inner = ew.where(eye, _diag_embed(gL) if gL is not None else 0.0, inner)
-    return matmul(V, matmul(inner, V.mT))
+    inner = VhgV / _like(E, V)
+    inner = ew.where(eye, _like(_diag_embed(gL), V) if gL is not None else 0.0, inner)
+    return matmul(V, matmul(inner, V.mH))
+
+
+def _like(real, complex_like):
+    """A real tensor in ``complex_like``'s dtype where that is complex (else itself)."""
+    return ew.cast(real, complex_like.dtype) if complex_like.dtype.is_complex else real
 
 
 _EIGH = register("linalg_eigh", _eigh_forward, _eigh_vjp, n_outputs=2, saves_inputs=False,
                  saves_outputs=True,
-                 infer=lambda a, UPLO: (AbstractValue(a.shape[:-1], a.dtype),
+                 infer=lambda a, UPLO: (AbstractValue(a.shape[:-1], a.dtype.to_real()),
                                         AbstractValue(a.shape, a.dtype)))
 
 

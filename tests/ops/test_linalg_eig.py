@@ -87,3 +87,32 @@ def test_eig_errors():
     with pytest.raises(ember.EmberTypeError, match="linalg.eigvals: Expected a floating point "
                                                    "or complex tensor"):
         ember.linalg.eigvals(ember.ones(2, 2, dtype=ember.int64))
+
+
+HERMITIAN = {
+    "eigvalsh": lambda lib, A, W: (lib.linalg.eigvalsh(A) * W.real[..., 0, :]).sum(),
+    "eigh": lambda lib, A, W: lib.abs(lib.linalg.eigh(A)[1] * W).sum() +
+    lib.linalg.eigh(A)[0].sum(),
+    "cholesky": lambda lib, A, W: lib.abs(lib.linalg.cholesky(A) * W).sum(),
+    "cholesky_upper": lambda lib, A, W: lib.abs(lib.linalg.cholesky(A, upper=True) * W).sum(),
+}
+
+
+@pytest.mark.parametrize("name", list(HERMITIAN))
+def test_hermitian_complex_matrices_match_torch(name):
+    """eigh (real eigenvalues, complex eigenvectors) and cholesky of complex Hermitian
+    positive-definite matrices, values and gradients."""
+    torch = pytest.importorskip("torch")
+    a = _matrix((2, 4, 4), np.complex128)
+    h = a @ np.conj(np.swapaxes(a, -1, -2)) + 4 * np.eye(4)
+    w = _matrix((2, 4, 4), np.complex128)
+    results = []
+    for lib in (ember, torch):
+        A = lib.from_numpy(h.copy()).requires_grad_()
+        out = HERMITIAN[name](lib, A, lib.from_numpy(w))
+        out.backward()
+        results.append((out.item(), A.grad.detach().resolve_conj().numpy()))
+    assert results[0][0] == pytest.approx(results[1][0], rel=1e-12)
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-9, atol=1e-12)
+    L, V = ember.linalg.eigh(ember.from_numpy(h))
+    assert L.dtype is ember.float64 and V.dtype is ember.complex128
