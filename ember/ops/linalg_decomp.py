@@ -274,21 +274,28 @@ def _qr_infer(a, mode):
 
 
 def _tall_qr_grad(gQ, gR, Q, R):
-    """For m >= n: gA = (gQ + Q copyltu(M)) R^-T, M = R gR^T - gQ^T Q, where copyltu
-    mirrors the lower triangle onto the upper one."""
+    """For m >= n: gA = (gQ + Q copyltu(M)) R^-H, M = R gR^H - gQ^H Q, where copyltu
+    mirrors the lower triangle onto the upper one (conjugated) and keeps the real part
+    of the diagonal (^H is the transpose for real matrices)."""
     from .movement import tril
     M = 0
     if gR is not None:
-        M = matmul(R, gR.mT)
+        M = matmul(R, gR.mH)
     if gQ is not None:
-        M = M - matmul(gQ.mT, Q)
+        M = M - matmul(gQ.mH, Q)
     low = tril(M, -1)
-    sym = low + low.mT + ew.where(_eye_mask(M.shape[-1], M), M, 0.0)
+    diagonal = M if not M.dtype.is_complex else _like(_real_part(M), M)
+    sym = low + low.mH + ew.where(_eye_mask(M.shape[-1], M), diagonal, 0.0)
     b = matmul(Q, sym)
     if gQ is not None:
         b = b + gQ
-    # b R^-T = (R^-1 b^T)^T
-    return apply(_SOLVE, R, b.mT).mT
+    # b R^-H = (R^-1 b^H)^H
+    return apply(_SOLVE, R, b.mH).mH
+
+
+def _real_part(x):
+    from .complex_support import real
+    return real(x)
 
 
 def _qr_vjp(n, g):
@@ -313,7 +320,7 @@ def _qr_vjp(n, g):
     gV = narrow(gR, -1, m, k - m) if gR is not None else None
     gQx = gQ
     if gV is not None:
-        extra = matmul(Y, gV.mT)
+        extra = matmul(Y, gV.mH)
         gQx = extra if gQx is None else gQx + extra
     gX = _tall_qr_grad(gQx, gU, Q, U)
     gY = matmul(Q, gV) if gV is not None else Y * 0

@@ -116,3 +116,21 @@ def test_hermitian_complex_matrices_match_torch(name):
     np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-9, atol=1e-12)
     L, V = ember.linalg.eigh(ember.from_numpy(h))
     assert L.dtype is ember.float64 and V.dtype is ember.complex128
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 3), (3, 5), (2, 4, 3)])
+def test_qr_of_complex_matrices_matches_torch(shape):
+    torch = pytest.importorskip("torch")
+    a, w = _matrix(shape, np.complex128), _matrix(shape, np.complex128)
+    results = []
+    for lib in (ember, torch):
+        A = lib.from_numpy(a.copy()).requires_grad_()
+        Q, R = lib.linalg.qr(A)
+        W = lib.from_numpy(w)
+        loss = (lib.abs(Q) ** 2 * W[..., :Q.shape[-1]].real).sum() + \
+            lib.abs(R * W[..., :R.shape[-2], :]).sum()
+        loss.backward()
+        results.append((Q.detach().resolve_conj().numpy(), R.detach().resolve_conj().numpy(),
+                        A.grad.detach().resolve_conj().numpy()))
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-12)
