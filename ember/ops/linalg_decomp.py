@@ -351,7 +351,8 @@ def qr(A, mode: str = "reduced"):
 # svd ---------------------------------------------------------------------------------------
 def _svd_forward(xp, a, full_matrices):
     u, s, vh = xp.linalg.svd(a, full_matrices=full_matrices)
-    return (u.astype(a.dtype, copy=False), s.astype(a.dtype, copy=False),
+    real = dt.as_dtype(a.dtype).to_real().np  # (singular values are real)
+    return (u.astype(a.dtype, copy=False), s.astype(real, copy=False),
             vh.astype(a.dtype, copy=False))
 
 
@@ -360,7 +361,7 @@ def _svd_infer(a, full_matrices):
     k = min(m, n)
     b = a.shape[:-2]
     return (AbstractValue(b + (m, m if full_matrices else k), a.dtype),
-            AbstractValue(b + (k,), a.dtype),
+            AbstractValue(b + (k,), a.dtype.to_real()),
             AbstractValue(b + (n if full_matrices else k, n), a.dtype))
 
 
@@ -378,39 +379,46 @@ def _svd_vjp(n, g):
 
 
 def svd_grad(gU, gS, gVh, U, S, Vh):
-    """The gradient of ``A`` for a reduced SVD ``A = U diag(S) Vh``."""
+    """The gradient of ``A`` for a reduced SVD ``A = U diag(S) Vh`` (``^H``: the transpose,
+    conjugated where complex; for complex matrices the phases of U's columns add
+    ``i Im(diag(U^H gU)) / S`` on the diagonal, as in PyTorch)."""
     m, n = U.shape[-2], Vh.shape[-1]
     if gU is None and gVh is None:
         if gS is None:
             return None
+        gS = _like(gS, U)
         return matmul(U, unsqueeze(gS, -1) * Vh) if m >= n else \
             matmul(U * unsqueeze(gS, -2), Vh)
     S2 = S * S
     eye = _eye_mask(S.shape[-1], S)
     E = ew.where(eye, 1.0, unsqueeze(S2, -2) - unsqueeze(S2, -1))
     if gU is not None:
-        UhgU = matmul(U.mT, gU)
-        UhgU = UhgU - UhgU.mT
+        raw = matmul(U.mH, gU)
+        UhgU = raw - raw.mH
     if gVh is not None:
-        VhgV = matmul(Vh, gVh.mT)
-        VhgV = VhgV - VhgV.mT
+        VhgV = matmul(Vh, gVh.mH)
+        VhgV = VhgV - VhgV.mH
     if gU is not None and gVh is not None:
         gA = (UhgU * unsqueeze(S, -2) + unsqueeze(S, -1) * VhgV) / E
     elif gU is not None:
         gA = UhgU * (unsqueeze(S, -2) / E)
     else:
         gA = unsqueeze(S, -1) * (VhgV / E)
+    gA = ew.where(eye, 0.0, gA)  # (a complex skew matrix has an imaginary diagonal)
+    if U.dtype.is_complex and gU is not None:
+        from .complex_support import imag
+        gA = gA + _diag_embed(ew.mul(_like(imag(raw.diagonal(0, -2, -1)) / S, U), 1j))
     if gS is not None:
-        gA = gA + _diag_embed(gS)
+        gA = gA + _like(_diag_embed(gS), gA)
     if m > n and gU is not None:
         gA = matmul(U, gA)
         gUSinv = gU / unsqueeze(S, -2)
-        gA = gA + gUSinv - matmul(U, matmul(U.mT, gUSinv))
+        gA = gA + gUSinv - matmul(U, matmul(U.mH, gUSinv))
         return matmul(gA, Vh)
     if m < n and gVh is not None:
         gA = matmul(gA, Vh)
         SinvgVh = gVh / unsqueeze(S, -1)
-        gA = gA + SinvgVh - matmul(matmul(SinvgVh, Vh.mT), Vh)
+        gA = gA + SinvgVh - matmul(matmul(SinvgVh, Vh.mH), Vh)
         return matmul(U, gA)
     return matmul(U, matmul(gA, Vh)) if m >= n else matmul(matmul(U, gA), Vh)
 

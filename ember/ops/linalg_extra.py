@@ -151,7 +151,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian: bool = False):
     tol = _cutoff(S, atol, rtol, A.shape)
     keep = lg.gt(S, tol)
     s_inv = ew.where(keep, 1.0 / ew.where(keep, S, 1.0), 0.0)
-    return matmul(Vh.mT * unsqueeze(s_inv, -2), U.mT)
+    return matmul(Vh.mH * unsqueeze(s_inv, -2), U.mH)  # (mH: the transpose if real)
 
 
 def lstsq(A, B, rcond=None, *, driver=None):

@@ -134,3 +134,32 @@ def test_qr_of_complex_matrices_matches_torch(shape):
                         A.grad.detach().resolve_conj().numpy()))
     for ours, theirs in zip(*results):
         np.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-12)
+
+
+SVD_BASED = {
+    "svd": lambda lib, A, B: lib.abs((lambda u, s, vh: (u @ vh) * s.sum())(
+        *lib.linalg.svd(A, full_matrices=False))).sum(),
+    "svd_full": lambda lib, A, B: (lambda u, s, vh: (lib.abs(u) ** 2).sum(0).sum() +
+                                   s.sum() + (lib.abs(vh) ** 3).sum())(*lib.linalg.svd(A)),
+    "svdvals": lambda lib, A, B: lib.linalg.svdvals(A).pow(3).sum(),
+    "pinv": lambda lib, A, B: (lib.abs(lib.linalg.pinv(A) * B.mT) ** 2).sum(),
+    "lstsq": lambda lib, A, B: lib.abs(lib.linalg.lstsq(A, B).solution).sum(),
+    "cond": lambda lib, A, B: lib.linalg.cond(A),
+    "nuclear": lambda lib, A, B: lib.linalg.matrix_norm(A, "nuc"),
+    "spectral": lambda lib, A, B: lib.linalg.matrix_norm(A, 2),
+}
+
+
+@pytest.mark.parametrize("name", list(SVD_BASED))
+@pytest.mark.parametrize("shape", [(4, 3), (3, 5)])
+def test_svd_based_functions_of_complex_matrices_match_torch(name, shape):
+    torch = pytest.importorskip("torch")
+    a, b = _matrix(shape, np.complex128), _matrix(shape, np.complex128)
+    results = []
+    for lib in (ember, torch):
+        A = lib.from_numpy(a.copy()).requires_grad_()
+        loss = SVD_BASED[name](lib, A, lib.from_numpy(b))
+        loss.backward()
+        results.append((loss.item(), A.grad.detach().resolve_conj().numpy()))
+    assert results[0][0] == pytest.approx(results[1][0], rel=1e-10)
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-8, atol=1e-11)
