@@ -23,7 +23,8 @@ except ImportError:  # bfloat16 is then unavailable, everything else works
 
 __all__ = ["DType", "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32",
            "int64", "uint8", "bool", "half", "float", "double", "short", "int", "long",
-           "complex64", "complex128", "cfloat", "cdouble", "promote_types", "result_type", "get_default_dtype", "set_default_dtype", "as_dtype"]
+           "complex64", "complex128", "cfloat", "cdouble", "promote_types", "result_type",
+           "get_default_dtype", "set_default_dtype", "as_dtype"]
 
 _BOOL, _INT, _FLOAT, _COMPLEX = 0, 1, 2, 3
 
