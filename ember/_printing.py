@@ -126,7 +126,7 @@ class _ComplexFormat:
 
     def __init__(self, shown: np.ndarray):
         self.real, self.imag = _ValueFormat(shown.real), _ValueFormat(shown.imag)
-        self.width = self.real.width + self.imag.width + 2
+        self.width = self.real.width + self.imag.width + 1  # (and "j": as PyTorch counts)
 
     def __call__(self, value) -> str:
         value = complex(value)

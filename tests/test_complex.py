@@ -51,6 +51,12 @@ def test_printing_matches_torch():
         ours = repr(ember.tensor(values, dtype=getattr(ember, dtype)))
         theirs = repr(torch.tensor(values, dtype=getattr(torch, dtype)))
         assert ours == theirs.replace("torch.", "ember.")
+    # line breaks (elements per line), scientific notation, summarised long tensors
+    for values in (RNG.standard_normal(20) * 100 + 1j * RNG.standard_normal(20),
+                   _complex((3, 9), np.complex64), RNG.standard_normal(2000) + 1j,
+                   np.array([0, 3.4e38j + 2, -3.4e38], np.complex64)):
+        ours = repr(ember.from_numpy(values))
+        assert ours == repr(torch.from_numpy(values)).replace("torch.", "ember.")
 
 
 # Forward values -------------------------------------------------------------------------
@@ -254,6 +260,10 @@ MORE = {
     "inv": lambda lib, a: lib.linalg.inv(a),
     "det": lambda lib, a: lib.linalg.det(a),
     "solve": lambda lib, a: lib.linalg.solve(a, a[:, :1] + 1j),
+    "lerp": lambda lib, a: lib.lerp(a, a.flip(0), 0.3) + lib.lerp(a, a.T, a * 0.4),
+    "exp2": lambda lib, a: lib.exp2(a),
+    "nan_to_num": lambda lib, a: lib.nan_to_num(
+        lib.where(a.real > 0.5, a / 0, a), 1.0, 2.0, -3.0),
 }
 
 
@@ -269,7 +279,7 @@ def test_more_ops_match_torch(name):
 
 
 @pytest.mark.parametrize("name", ["var", "std", "vector_norm", "fro", "asin", "inv", "det",
-                                  "solve", "mH"])
+                                  "solve", "mH", "lerp", "exp2"])
 def test_more_gradients_match_torch(name):
     torch = pytest.importorskip("torch")
     a = _complex((3, 3))

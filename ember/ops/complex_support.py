@@ -284,13 +284,13 @@ LINEAR = ("add", "sub", "neg", "sum", "view", "expand", "permute", "flip", "roll
 # Holomorphic: gradients from the real VJP through conj (see _holomorphic).
 HOLOMORPHIC = ("mul", "div", "exp", "log", "log2", "log10", "log1p", "expm1", "sqrt",
                "rsqrt", "reciprocal", "square", "sin", "cos", "tan", "sinh", "cosh", "tanh",
-               "asin", "acos", "atan",
+               "asin", "acos", "atan", "exp2", "lerp",
                "sigmoid", "pow", "matmul", "einsum", "prod", "cumprod", "linalg_solve",
                "linalg_inv", "linalg_det")
 # Their own VJPs conjugate where complex (written with mH).
 CONJUGATING = ("linalg_eigh", "linalg_cholesky", "linalg_qr", "linalg_svd")
 # Forward only (their results are not complex, or their gradient is not written).
-FORWARD = ("eq", "ne", "isnan", "isinf", "isfinite", "any", "all",
+FORWARD = ("eq", "ne", "isnan", "isinf", "isfinite", "any", "all", "nan_to_num",
            "count_nonzero", "nonzero", "masked_select")
 
 

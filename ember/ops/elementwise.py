@@ -567,6 +567,11 @@ def frac(input):
 def _nan_to_num_forward(xp, a, nan=0.0, posinf=None, neginf=None):
     if a.dtype.kind in "iub":
         return a.copy()
+    if a.dtype.kind == "c":  # each part on its own, as PyTorch does
+        out = xp.empty_like(a)
+        out.real = _nan_to_num_forward(xp, a.real, nan, posinf, neginf)
+        out.imag = _nan_to_num_forward(xp, a.imag, nan, posinf, neginf)
+        return out
     big = float(finfo(a.dtype).max)
     out = xp.where(xp.isnan(a), nan, a)
     out = xp.where(out == np.inf, big if posinf is None else posinf, out)
