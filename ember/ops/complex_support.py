@@ -288,7 +288,8 @@ HOLOMORPHIC = ("mul", "div", "exp", "log", "log2", "log10", "log1p", "expm1", "s
                "sigmoid", "pow", "matmul", "einsum", "prod", "cumprod", "linalg_solve",
                "linalg_inv", "linalg_det")
 # Their own VJPs conjugate where complex (written with mH).
-CONJUGATING = ("linalg_eigh", "linalg_cholesky", "linalg_qr", "linalg_svd")
+CONJUGATING = ("linalg_eigh", "linalg_cholesky", "linalg_qr", "linalg_svd",
+               "linalg_slogdet")
 # Forward only (their results are not complex, or their gradient is not written).
 FORWARD = ("eq", "ne", "isnan", "isinf", "isfinite", "any", "all", "nan_to_num",
            "count_nonzero", "nonzero", "masked_select")

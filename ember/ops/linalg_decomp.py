@@ -141,19 +141,38 @@ def det(A):
 
 def _slogdet_forward(xp, a):
     sign, logabs = xp.linalg.slogdet(a)
-    return xp.asarray(sign, dtype=a.dtype), xp.asarray(logabs, dtype=a.dtype)
+    real = dt.as_dtype(a.dtype).to_real().np  # (the sign of a complex matrix is a phase)
+    return xp.asarray(sign, dtype=a.dtype), xp.asarray(logabs, dtype=real)
 
 
 def _slogdet_vjp(n, g):
-    g = g[1]
+    """g_logabs * A^-H, and for a complex matrix, whose sign is a phase, plus
+    ``i Im(g_sign conj(sign)) A^-H`` (for real ones the sign's gradient is 0)."""
+    g_sign, g = g
+    A, = n.saved_inputs()
+    if A.dtype.is_complex:
+        from .complex_support import imag
+        sign = n.output(0)
+        scale = 0.0 if g is None else _like(g, A)
+        if g_sign is not None:
+            scale = scale + ew.mul(_like(imag(g_sign * conj_of(sign)), A), 1j)
+        if g is None and g_sign is None:
+            return None
+        return unsqueeze(unsqueeze(scale, -1), -1) * inv(A).mH
     if g is None:
         return None
-    A, = n.saved_inputs()
     return unsqueeze(unsqueeze(g, -1), -1) * inv(A).mT
 
 
+def conj_of(x):
+    from .complex_support import conj_physical
+    return conj_physical(x)
+
+
 _SLOGDET = register("linalg_slogdet", _slogdet_forward, _slogdet_vjp, n_outputs=2,
-                    infer=lambda a: (AbstractValue(a.shape[:-2], a.dtype),) * 2)
+                    saves_outputs=True,
+                    infer=lambda a: (AbstractValue(a.shape[:-2], a.dtype),
+                                     AbstractValue(a.shape[:-2], a.dtype.to_real())))
 
 
 def slogdet(A):

@@ -294,6 +294,8 @@ def logdet(input):
     tensor(1.7918)
     """
     sign, logabs = slogdet(input)
+    if sign.dtype.is_complex:  # log(det) = log|det| + log(phase), both differentiable
+        return logabs + ew.log(sign)
     return logabs + ew.log(sign.detach())
 
 
