@@ -417,3 +417,24 @@ def test_rotary_embeddings_through_complex_numbers_match_torch():
     compiled = ember.jit(lambda q, k: _rope(ember, q, k, 32, 16)[0])
     np.testing.assert_allclose(compiled(ember.from_numpy(q0), ember.from_numpy(k0)).numpy(),
                                results[0][0], rtol=1e-6, atol=1e-6)
+
+
+def test_real_imag_and_view_as_real_are_views_that_write_through_with_gradients():
+    torch = pytest.importorskip("torch")
+    a = _complex((3, 4))
+
+    def run(lib):
+        z = lib.from_numpy(a.copy()).requires_grad_()
+        w = z.clone() * 1
+        w.real.mul_(2)
+        w.imag[0].add_(3)
+        lib.view_as_real(w)[..., 1].mul_(0.5)
+        ((lib.abs(w) ** 2).sum() + w.real.sum() * 2).backward()
+        plain = lib.from_numpy(a.copy())
+        plain.real.zero_()
+        lib.view_as_real(plain)[0, 0, 1] = 7.0
+        return w.detach().numpy(), z.grad.resolve_conj().numpy(), plain.numpy()
+    for ours, theirs in zip(run(ember), run(torch)):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12)
+    z = ember.tensor([1 + 2j])
+    assert z.real._base is z and z.imag._version is z._version

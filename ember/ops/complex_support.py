@@ -10,8 +10,8 @@ parts, ``polar``) have rules here.
 
 Every other registry op refuses a complex input with an error naming it (PyTorch
 refuses ordering comparisons, ``clamp``, ``relu`` ... too). ``real``, ``imag`` and
-``view_as_real`` return copies, not views of the complex tensor's memory: writing into
-them does not change it.
+``view_as_real`` are views of the complex tensor's memory, as in PyTorch (writing into
+them changes it); ``view_as_complex`` returns a copy.
 """
 from __future__ import annotations
 
@@ -43,18 +43,19 @@ def _part_infer(a):
     return AbstractValue(a.shape, a.dtype.to_real())
 
 
-_REAL = register("real", lambda xp, a: a.real.copy(),
+# (views of the complex tensor's memory, as in PyTorch: writing into them changes it)
+_REAL = register("real", lambda xp, a: a.real,
                  lambda n, g: _as_complex(g, n.inputs[0].dtype),
-                 saves_inputs=False, infer=_part_infer)
-_IMAG = register("imag", lambda xp, a: a.imag.copy(),
+                 saves_inputs=False, infer=_part_infer, is_view=True)
+_IMAG = register("imag", lambda xp, a: a.imag,
                  lambda n, g: complex(ew.mul(g, 0.0), g),
-                 saves_inputs=False, infer=_part_infer)
+                 saves_inputs=False, infer=_part_infer, is_view=True)
 _CONJ = register("conj_physical", lambda xp, a: xp.conjugate(a),
                  lambda n, g: conj_physical(g), saves_inputs=False)
 
 
 def real(input) -> Tensor:
-    """The real parts of a complex tensor (a real tensor: a copy); a real tensor itself.
+    """The real parts of a complex tensor (a real view of its memory); a real tensor itself.
 
     >>> ember.real(ember.tensor([1 + 2j, -3j]))
     tensor([1., 0.])
@@ -64,8 +65,8 @@ def real(input) -> Tensor:
 
 
 def imag(input) -> Tensor:
-    """The imaginary parts of a complex tensor (a real tensor: a copy). A real tensor has
-    none: an error, as in PyTorch.
+    """The imaginary parts of a complex tensor (a real view of its memory). A real tensor
+    has none: an error, as in PyTorch.
 
     >>> ember.imag(ember.tensor([1 + 2j, -3j]))
     tensor([ 2., -3.])
@@ -117,9 +118,10 @@ def is_neg(input) -> bool:
 
 # Real and complex views of the same numbers ---------------------------------------------
 def _stack_parts(xp, a):
-    out = xp.empty(a.shape + (2,), a.real.dtype)
-    out[..., 0], out[..., 1] = a.real, a.imag
-    return out
+    """The parts side by side as a view: the real parts with a last dim stepping half an
+    element to the imaginary one."""
+    return xp.lib.stride_tricks.as_strided(a.real, a.shape + (2,),
+                                           a.strides + (a.itemsize // 2,))
 
 
 def _join_parts(xp, a):
@@ -127,14 +129,14 @@ def _join_parts(xp, a):
 
 
 _VIEW_AS_REAL = register("view_as_real", _stack_parts, lambda n, g: view_as_complex(g),
-                         saves_inputs=False)
+                         saves_inputs=False, is_view=True)
 _VIEW_AS_COMPLEX = register("view_as_complex", _join_parts, lambda n, g: view_as_real(g),
                             saves_inputs=False)
 
 
 def view_as_real(input) -> Tensor:
     """A complex tensor of shape ``S`` as a real one of shape ``S + (2,)``: the real and
-    imaginary parts side by side (a copy, not a view).
+    imaginary parts side by side (a view of its memory).
 
     >>> ember.view_as_real(ember.tensor([1 + 2j]))
     tensor([[1., 2.]])
@@ -331,8 +333,8 @@ for _op in (_REAL, _IMAG, _CONJ, _VIEW_AS_REAL, _VIEW_AS_COMPLEX, _COMPLEX, _POL
 
 
 # Tensor methods and properties ----------------------------------------------------------
-Tensor.real = property(real, doc="The real parts (a copy for a complex tensor).")
-Tensor.imag = property(imag, doc="The imaginary parts of a complex tensor (a copy).")
+Tensor.real = property(real, doc="The real parts (a view, for a complex tensor).")
+Tensor.imag = property(imag, doc="The imaginary parts of a complex tensor (a view).")
 Tensor.conj = conj
 Tensor.conj_physical = conj_physical
 Tensor.resolve_conj = resolve_conj
