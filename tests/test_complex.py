@@ -438,3 +438,25 @@ def test_real_imag_and_view_as_real_are_views_that_write_through_with_gradients(
         np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12)
     z = ember.tensor([1 + 2j])
     assert z.real._base is z and z.imag._version is z._version
+
+
+def test_view_as_complex_is_a_view_and_refuses_layouts_torch_refuses():
+    torch = pytest.importorskip("torch")
+    x = ember.randn(3, 4, 2)
+    z = ember.view_as_complex(x)
+    z.mul_(2j)
+    np.testing.assert_array_equal(ember.view_as_real(z).numpy(), x.numpy())
+    assert z._base is x
+    base_np = np.arange(60, dtype=np.float32)
+    for shape, stride, offset in (((4, 3, 2), (6, 1, 3), 0), ((3, 2), (5, 1), 1),
+                                  ((3, 2), (3, 1), 0), ((3, 2), (4, 1), 0)):
+        theirs = ours = "ok"
+        try:
+            torch.view_as_complex(torch.from_numpy(base_np).as_strided(shape, stride, offset))
+        except RuntimeError:
+            theirs = "error"
+        try:
+            ember.view_as_complex(ember.from_numpy(base_np).as_strided(shape, stride, offset))
+        except ember.EmberError:
+            ours = "error"
+        assert ours == theirs, (shape, stride, offset)

@@ -11,16 +11,17 @@ parts, ``polar``) have rules here.
 Every other registry op refuses a complex input with an error naming it (PyTorch
 refuses ordering comparisons, ``clamp``, ``relu`` ... too). ``real``, ``imag`` and
 ``view_as_real`` are views of the complex tensor's memory, as in PyTorch (writing into
-them changes it); ``view_as_complex`` returns a copy.
+them changes it); so is ``view_as_complex``.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import EmberTypeError, ShapeError
+from ..errors import EmberError, EmberTypeError, ShapeError
 from ..tensor import Tensor
 from . import elementwise as ew
+from . import registry
 from .registry import COMPLEX_FORWARD, COMPLEX_GRAD, OPS, AbstractValue, apply, register
 
 __all__ = ["real", "imag", "conj", "conj_physical", "resolve_conj", "resolve_neg", "is_conj",
@@ -125,13 +126,19 @@ def _stack_parts(xp, a):
 
 
 def _join_parts(xp, a):
-    return (a[..., 0] + 1j * a[..., 1]).astype(dt.as_dtype(a.dtype).to_complex().np)
+    """A view of pairs as complex numbers (eagerly the last dim's stride is one element,
+    as :func:`view_as_complex` checks; in a compiled graph, or a gradient, a copy where it
+    is not)."""
+    if a.strides[-1] != a.itemsize:
+        a = xp.ascontiguousarray(a)
+    return a.view(dt.as_dtype(a.dtype).to_complex().np)[..., 0]
 
 
-_VIEW_AS_REAL = register("view_as_real", _stack_parts, lambda n, g: view_as_complex(g),
+_VIEW_AS_REAL = register("view_as_real", _stack_parts,
+                         lambda n, g: apply(_VIEW_AS_COMPLEX, g),  # (g: any layout)
                          saves_inputs=False, is_view=True)
 _VIEW_AS_COMPLEX = register("view_as_complex", _join_parts, lambda n, g: view_as_real(g),
-                            saves_inputs=False)
+                            saves_inputs=False, is_view=True)
 
 
 def view_as_real(input) -> Tensor:
@@ -150,7 +157,8 @@ def view_as_real(input) -> Tensor:
 
 def view_as_complex(input) -> Tensor:
     """A float32 or float64 tensor whose last dimension has size 2 (real, imaginary) as
-    a complex one without it (a copy, not a view).
+    a complex one without it (a view of its memory: the last dim's stride must be 1, the
+    others even, as in PyTorch).
 
     >>> ember.view_as_complex(ember.tensor([[1.0, 2.0]]))
     tensor([1.+2.j])
@@ -162,6 +170,16 @@ def view_as_complex(input) -> Tensor:
     if input.ndim == 0 or input.shape[-1] != 2:
         raise ShapeError(f"view_as_complex: tensor must have a last dimension of size 2 "
                          f"(got shape {tuple(input.shape)})")
+    if registry._trace is not None:  # (no layout while ember.jit traces)
+        return apply(_VIEW_AS_COMPLEX, input)
+    strides = input.stride()
+    if strides[-1] != 1:
+        raise EmberError(f"view_as_complex: tensor must have a last dimension with stride 1 "
+                         f"(got strides {strides}); call .contiguous() first")
+    if any(s % 2 for s in strides[:-1]) or input.storage_offset() % 2:
+        raise EmberError(f"view_as_complex: tensor must have a stride divisible by 2 for all "
+                         f"but the last dimension, and an even storage offset (got strides "
+                         f"{strides}); call .contiguous() first")
     return apply(_VIEW_AS_COMPLEX, input)
 
 
