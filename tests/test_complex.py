@@ -331,6 +331,8 @@ COMPOSITES = {
                                                                       upper=True),
     "multi_dot": lambda lib, a, t: lib.linalg.multi_dot([a, a.mH, a]),
     "kron_trace": lambda lib, a, t: lib.kron(a, a).trace(),
+    "cov": lambda lib, a, t: lib.cov(a, aweights=lib.abs(a[0])),
+    "corrcoef": lambda lib, a, t: lib.corrcoef(a),
 }
 
 

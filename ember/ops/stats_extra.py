@@ -150,7 +150,7 @@ def cov(input, *, correction: int = 1, fweights=None, aweights=None):
         if bool((weights < 0).any()):
             raise EmberError(f"cov(): {wname} cannot be negative")
         w = weights if w is None else w * weights
-    if not x.dtype.is_floating_point and (w is None or not w.dtype.is_floating_point):
+    if not x.dtype.differentiable and (w is None or not w.dtype.is_floating_point):
         x = ew.cast(x, dt.get_default_dtype())
     if w is None:
         w_sum = float(n)
@@ -168,7 +168,7 @@ def cov(input, *, correction: int = 1, fweights=None, aweights=None):
     elif norm <= 0:
         norm = 0.0
     xc = x - unsqueeze(avg, 1)
-    c = matmul(xc, (xc if w is None else xc * w).mT)
+    c = matmul(xc, (xc if w is None else xc * w).mH)  # (mH: the transpose if real)
     return squeeze(c / norm)
 
 
@@ -185,6 +185,9 @@ def corrcoef(input):
         return c / c
     std = ew.sqrt(c.diagonal())
     c = c / unsqueeze(std, 1) / unsqueeze(std, 0)
+    if c.dtype.is_complex:  # each part clipped, as PyTorch does
+        from .complex_support import complex as make_complex, imag, real
+        return make_complex(ew.clamp(real(c), -1, 1), ew.clamp(imag(c), -1, 1))
     return ew.clamp(c, -1, 1)
 
 
