@@ -490,6 +490,15 @@ def logsumexp(input, dim, keepdim: bool = False):
     >>> ember.tensor([0.0, 0.0]).logsumexp(0)
     tensor(0.6931)
     """
+    if input.dtype.is_complex:  # shifted by the largest real part (holomorphic steps)
+        from .complex_support import real
+        dims = reduce_dims(input, dim, "logsumexp")
+        shift = amax(real(input).detach(), dims, keepdim=True)
+        shift = ew.where(lg.isfinite(shift), shift, 0.0)
+        if not keepdim:
+            kept = tuple(n for i, n in enumerate(input.shape) if i not in dims)
+        total = ew.log(sum(ew.exp(input - shift), dims, keepdim=keepdim))
+        return total + (shift if keepdim else reshape(shift, kept))
     if not input.dtype.is_floating_point:
         input = ew.cast(input, dt.get_default_dtype())
     dims = reduce_dims(input, dim, "logsumexp")
