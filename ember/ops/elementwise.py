@@ -300,9 +300,11 @@ def pow(input, exponent):
 
 
 def float_power(input, exponent):
-    """input ** exponent computed in float64."""
+    """input ** exponent computed in float64 (complex128 where either is complex)."""
     promote("float_power", (input, exponent))  # (checks the operands)
-    a, b = (cast(v, dt.float64) if hasattr(v, "dtype") else v for v in (input, exponent))
+    wide = dt.complex128 if any(_is_complex(v) or isinstance(v, complex)
+                                for v in (input, exponent)) else dt.float64
+    a, b = (cast(v, wide) if hasattr(v, "dtype") else v for v in (input, exponent))
     return pow(a, b)  # each operand widened on its own, not first to a common half type
 
 
