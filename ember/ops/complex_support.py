@@ -289,7 +289,6 @@ def _holomorphic(vjp):
         if isinstance(out, tuple):
             return tuple(None if x is None else conj_physical(x) for x in out)
         return None if out is None else conj_physical(out)
-    complex_vjp.real_vjp = vjp
     return complex_vjp
 
 

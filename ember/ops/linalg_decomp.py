@@ -16,6 +16,7 @@ from .. import dtypes as dt
 from ..errors import EmberError, EmberTypeError, ShapeError
 from ..tensor import Tensor
 from . import elementwise as ew, logical as lg, registry
+from .complex_support import conj_physical, imag, real
 from .linalg import matmul
 from .registry import AbstractValue, apply, register
 from .reduce import prod
@@ -141,8 +142,8 @@ def det(A):
 
 def _slogdet_forward(xp, a):
     sign, logabs = xp.linalg.slogdet(a)
-    real = dt.as_dtype(a.dtype).to_real().np  # (the sign of a complex matrix is a phase)
-    return xp.asarray(sign, dtype=a.dtype), xp.asarray(logabs, dtype=real)
+    parts = dt.as_dtype(a.dtype).to_real().np  # (the sign of a complex matrix is a phase)
+    return xp.asarray(sign, dtype=a.dtype), xp.asarray(logabs, dtype=parts)
 
 
 def _slogdet_vjp(n, g):
@@ -151,22 +152,16 @@ def _slogdet_vjp(n, g):
     g_sign, g = g
     A, = n.saved_inputs()
     if A.dtype.is_complex:
-        from .complex_support import imag
         sign = n.output(0)
         scale = 0.0 if g is None else _like(g, A)
         if g_sign is not None:
-            scale = scale + ew.mul(_like(imag(g_sign * conj_of(sign)), A), 1j)
+            scale = scale + ew.mul(_like(imag(g_sign * conj_physical(sign)), A), 1j)
         if g is None and g_sign is None:
             return None
         return unsqueeze(unsqueeze(scale, -1), -1) * inv(A).mH
     if g is None:
         return None
     return unsqueeze(unsqueeze(g, -1), -1) * inv(A).mT
-
-
-def conj_of(x):
-    from .complex_support import conj_physical
-    return conj_physical(x)
 
 
 _SLOGDET = register("linalg_slogdet", _slogdet_forward, _slogdet_vjp, n_outputs=2,
@@ -303,18 +298,13 @@ def _tall_qr_grad(gQ, gR, Q, R):
     if gQ is not None:
         M = M - matmul(gQ.mH, Q)
     low = tril(M, -1)
-    diagonal = M if not M.dtype.is_complex else _like(_real_part(M), M)
+    diagonal = M if not M.dtype.is_complex else _like(real(M), M)
     sym = low + low.mH + ew.where(_eye_mask(M.shape[-1], M), diagonal, 0.0)
     b = matmul(Q, sym)
     if gQ is not None:
         b = b + gQ
     # b R^-H = (R^-1 b^H)^H
     return apply(_SOLVE, R, b.mH).mH
-
-
-def _real_part(x):
-    from .complex_support import real
-    return real(x)
 
 
 def _qr_vjp(n, g):
@@ -370,8 +360,8 @@ def qr(A, mode: str = "reduced"):
 # svd ---------------------------------------------------------------------------------------
 def _svd_forward(xp, a, full_matrices):
     u, s, vh = xp.linalg.svd(a, full_matrices=full_matrices)
-    real = dt.as_dtype(a.dtype).to_real().np  # (singular values are real)
-    return (u.astype(a.dtype, copy=False), s.astype(real, copy=False),
+    parts = dt.as_dtype(a.dtype).to_real().np  # (singular values are real)
+    return (u.astype(a.dtype, copy=False), s.astype(parts, copy=False),
             vh.astype(a.dtype, copy=False))
 
 
@@ -425,7 +415,6 @@ def svd_grad(gU, gS, gVh, U, S, Vh):
         gA = unsqueeze(S, -1) * (VhgV / E)
     gA = ew.where(eye, 0.0, gA)  # (a complex skew matrix has an imaginary diagonal)
     if U.dtype.is_complex and gU is not None:
-        from .complex_support import imag
         gA = gA + _diag_embed(ew.mul(_like(imag(raw.diagonal(0, -2, -1)) / S, U), 1j))
     if gS is not None:
         gA = gA + _like(_diag_embed(gS), gA)
@@ -472,8 +461,8 @@ def svdvals(A, *, driver=None):
 # eigh --------------------------------------------------------------------------------------
 def _eigh_forward(xp, a, UPLO):
     w, v = _lapack("linalg.eigh", lambda x: xp.linalg.eigh(x, UPLO=UPLO), a)
-    real = dt.as_dtype(a.dtype).to_real().np  # (the eigenvalues of a Hermitian matrix)
-    return w.astype(real, copy=False), v.astype(a.dtype, copy=False)
+    parts = dt.as_dtype(a.dtype).to_real().np  # (the eigenvalues of a Hermitian matrix)
+    return w.astype(parts, copy=False), v.astype(a.dtype, copy=False)
 
 
 def _eigh_vjp(n, g):
