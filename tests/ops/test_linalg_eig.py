@@ -17,6 +17,14 @@ def _matrix(shape, dtype):
     return a.astype(dtype)
 
 
+def _loss_and_grad(lib, a, loss, w):
+    """(the loss of a copy of ``a`` as a leaf, its gradient) in ``lib``."""
+    A = lib.from_numpy(a.copy()).requires_grad_()
+    out = loss(lib, A, lib.from_numpy(w))
+    out.backward()
+    return out.item(), A.grad.detach().resolve_conj().numpy()
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])
 @pytest.mark.parametrize("shape", [(4, 4), (2, 3, 3), (1, 1)])
 def test_eig_matches_torch_and_diagonalises(dtype, shape):
@@ -106,12 +114,7 @@ def test_hermitian_complex_matrices_match_torch(name):
     a = _matrix((2, 4, 4), np.complex128)
     h = a @ np.conj(np.swapaxes(a, -1, -2)) + 4 * np.eye(4)
     w = _matrix((2, 4, 4), np.complex128)
-    results = []
-    for lib in (ember, torch):
-        A = lib.from_numpy(h.copy()).requires_grad_()
-        out = HERMITIAN[name](lib, A, lib.from_numpy(w))
-        out.backward()
-        results.append((out.item(), A.grad.detach().resolve_conj().numpy()))
+    results = [_loss_and_grad(lib, h, HERMITIAN[name], w) for lib in (ember, torch)]
     assert results[0][0] == pytest.approx(results[1][0], rel=1e-12)
     np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-9, atol=1e-12)
     L, V = ember.linalg.eigh(ember.from_numpy(h))
@@ -155,12 +158,7 @@ SVD_BASED = {
 def test_svd_based_functions_of_complex_matrices_match_torch(name, shape):
     torch = pytest.importorskip("torch")
     a, b = _matrix(shape, np.complex128), _matrix(shape, np.complex128)
-    results = []
-    for lib in (ember, torch):
-        A = lib.from_numpy(a.copy()).requires_grad_()
-        loss = SVD_BASED[name](lib, A, lib.from_numpy(b))
-        loss.backward()
-        results.append((loss.item(), A.grad.detach().resolve_conj().numpy()))
+    results = [_loss_and_grad(lib, a, SVD_BASED[name], b) for lib in (ember, torch)]
     assert results[0][0] == pytest.approx(results[1][0], rel=1e-10)
     np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-8, atol=1e-11)
 
@@ -179,12 +177,7 @@ def test_slogdet_and_logdet_of_complex_matrices_match_torch(name):
     """The sign of a complex matrix's determinant is a phase, with a gradient."""
     torch = pytest.importorskip("torch")
     a, w = _matrix((2, 3, 3), np.complex128), _matrix((2,), np.complex128)
-    results = []
-    for lib in (ember, torch):
-        A = lib.from_numpy(a.copy()).requires_grad_()
-        out = SLOGDET[name](lib, A, lib.from_numpy(w))
-        out.backward()
-        results.append((out.item(), A.grad.detach().resolve_conj().numpy()))
+    results = [_loss_and_grad(lib, a, SLOGDET[name], w) for lib in (ember, torch)]
     assert results[0][0] == pytest.approx(results[1][0], rel=1e-12)
     np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-9, atol=1e-12)
     sign, logabs = ember.linalg.slogdet(ember.from_numpy(a))
